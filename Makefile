@@ -1,0 +1,100 @@
+# sandboxd: one non-recursive Makefile.
+#
+#   make            build/sandboxd and build/sandboxctl (installs Debian deps if missing)
+#   make run        build, then run the daemon in the foreground on build/sandboxd.sock
+#   make test       unit + integration tests, on the normal and the ASan+UBSan build
+#   make asan       the sanitizer build in build/asan/
+#   make bench      the benchmark report (bench/)
+#
+# O is the output directory; SANITIZE=1 builds with ASan+UBSan.  `make test`
+# re-invokes this same Makefile with O=build/asan SANITIZE=1 for the second pass.
+
+O        ?= build
+SANITIZE ?= 0
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+
+PKGS     := lua5.3 jansson libseccomp inih
+CC       ?= cc
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+            -Wwrite-strings -Wundef -Wno-unused-parameter
+CFLAGS   ?= -O2 -g
+CPPFLAGS += -std=c11 -D_GNU_SOURCE -I. $(shell pkg-config --cflags $(PKGS))
+LDLIBS   += $(shell pkg-config --libs $(PKGS)) -lev -lm
+ifeq ($(SANITIZE),1)
+CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS  += -fsanitize=address,undefined
+CPPFLAGS += -DSANDBOXD_SANITIZE=1
+endif
+ALL_CFLAGS = $(WARN) $(CFLAGS) -MMD -MP
+
+PROTO_SRCS  := $(wildcard proto/*.c)
+POLICY_SRCS := $(wildcard policy/*.c)
+DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+CLIENT_SRCS := $(wildcard client/*.c)
+UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
+
+LIB_OBJS    := $(patsubst %.c,$(O)/obj/%.o,$(PROTO_SRCS) $(POLICY_SRCS) $(DAEMON_SRCS))
+CLIENT_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(CLIENT_SRCS))
+UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
+LIB         := $(O)/libsandboxd.a
+
+.PHONY: all deps run test test-unit test-integration asan bench install clean
+all: $(O)/sandboxd $(O)/sandboxctl
+
+deps: build/.deps
+build/.deps: scripts/install-deps
+	@scripts/install-deps
+	@mkdir -p build && touch $@
+
+$(O)/obj/%.o: %.c | build/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+$(LIB): $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(O)/sandboxd: $(O)/obj/daemon/main.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(O)/sandboxctl: $(CLIENT_OBJS) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(O)/tests/%: $(O)/obj/tests/unit/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs cmocka)
+
+run: all
+	@echo "sandboxd: listening on $(CURDIR)/$(O)/sandboxd.sock"
+	@echo "  try: $(O)/sandboxctl -s $(O)/sandboxd.sock exec -e 'return 1+1'"
+	@echo "   or: echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"execute\",\"params\":{\"code\":\"return 1+1\"}}' | socat - UNIX-CONNECT:$(O)/sandboxd.sock"
+	exec $(O)/sandboxd -c sandboxd.conf -s $(O)/sandboxd.sock
+
+# One pass of the suites against the binaries in $(O).
+test-unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+
+test-integration: all
+	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(O)/sandboxctl \
+	SANDBOXD_SANITIZE=$(SANITIZE) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+
+test: deps
+	$(MAKE) O=build test-unit test-integration
+	$(MAKE) O=build/asan SANITIZE=1 test-unit test-integration
+
+asan:
+	$(MAKE) O=build/asan SANITIZE=1 all
+
+bench: all
+	$(MAKE) -C bench O=$(CURDIR)/$(O)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin
+	install -m 0755 $(O)/sandboxd $(DESTDIR)$(PREFIX)/sbin/sandboxd
+	install -m 0755 $(O)/sandboxctl $(DESTDIR)$(PREFIX)/bin/sandboxctl
+
+clean:
+	rm -rf build
+
+-include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

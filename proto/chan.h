@@ -1,0 +1,81 @@
+/*
+ * chan.h - the typed, length-checked channel between supervisor and worker.
+ *
+ * One SOCK_STREAM socketpair per worker.  A frame is an 8-byte header
+ * (uint32 type, uint32 length, host byte order: both ends are on this
+ * machine) followed by `length` payload bytes.  Payloads are JSON text
+ * except CHAN_OUTPUT, which is raw bytes printed by the chunk.
+ *
+ * Direction and meaning (payload schemas: docs/architecture.md):
+ *   supervisor -> worker   CHAN_JOB          the one job this worker runs
+ *                          CHAN_TOOL_RESULT  answer to the pending tool call
+ *   worker -> supervisor   CHAN_OUTPUT       bytes printed (raw, <= CHAN_OUTPUT_MAX)
+ *                          CHAN_TOOL_CALL    {"tool","function","args"}
+ *                          CHAN_RESULT       success; ends the job
+ *                          CHAN_ERROR        failure; ends the job
+ *
+ * Contract: the decoder trusts nothing.  An unknown type, a length above the
+ * per-type bound given by the reader's owner, or a frame in the wrong
+ * direction is reported as CHAN_BAD, after which the reader is poisoned (the
+ * owner kills the worker).  The supervisor side never blocks: it feeds bytes
+ * from a non-blocking fd.  The worker side uses the blocking helpers.
+ */
+#ifndef SANDBOXD_CHAN_H
+#define SANDBOXD_CHAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum chan_type {
+    CHAN_JOB = 1,
+    CHAN_TOOL_RESULT = 2,
+    CHAN_OUTPUT = 16,
+    CHAN_TOOL_CALL = 17,
+    CHAN_RESULT = 18,
+    CHAN_ERROR = 19,
+};
+
+#define CHAN_HEADER_SIZE 8
+#define CHAN_OUTPUT_MAX  65536u   /* largest single CHAN_OUTPUT payload */
+
+struct chan_header {
+    uint32_t type;
+    uint32_t len;
+};
+
+enum chan_status {
+    CHAN_AGAIN = 0,     /* need more bytes */
+    CHAN_FRAME,         /* a whole frame is available */
+    CHAN_BAD,           /* protocol violation: poisoned */
+};
+
+/* Incremental reader for the supervisor side. */
+struct chan_reader {
+    unsigned char *buf;     /* owned */
+    size_t len, cap, pos;
+    size_t max_payload;     /* bound for any frame except CHAN_OUTPUT */
+    int    from_worker;     /* 1: accept worker->supervisor types only */
+    int    bad;
+};
+
+void chan_reader_init(struct chan_reader *rd, size_t max_payload, int from_worker);
+void chan_reader_free(struct chan_reader *rd);
+/* Append bytes; -1 on allocation failure (the owner treats it as CHAN_BAD). */
+int  chan_reader_feed(struct chan_reader *rd, const void *data, size_t n);
+/* On CHAN_FRAME, *type, *payload (borrowed, valid until the next feed) and
+ * *len describe the frame, and it is consumed. */
+enum chan_status chan_reader_next(struct chan_reader *rd, uint32_t *type,
+                                  const unsigned char **payload, size_t *len);
+
+/* Encode header+payload into a new malloc'd buffer (caller owns); NULL on
+ * allocation failure or len > UINT32_MAX. */
+unsigned char *chan_frame_new(uint32_t type, const void *payload, size_t len, size_t *out_len);
+
+/* Blocking helpers for the worker (and tests).  Return 0 on success, -1 on
+ * EOF, I/O error, or a frame whose length exceeds max_payload (nothing is
+ * allocated for it).  chan_recv() returns a malloc'd, NUL-terminated payload
+ * the caller owns. */
+int chan_send(int fd, uint32_t type, const void *payload, size_t len);
+int chan_recv(int fd, uint32_t *type, char **payload, size_t *len, size_t max_payload);
+
+#endif

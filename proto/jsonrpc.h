@@ -1,0 +1,67 @@
+/*
+ * jsonrpc.h - JSON-RPC 2.0 message classification and construction.
+ *
+ * Contract:
+ *  - rpc_parse() takes one NDJSON line and classifies it without trusting it:
+ *    invalid JSON is RPC_PARSE_ERROR, a batch (array) or anything that is not
+ *    a well-formed 2.0 request, notification or response is RPC_INVALID.
+ *    Ids are accepted only as strings or integers.
+ *  - Error objects always have {code, message, data} with data.kind set; the
+ *    code is derived from the kind by rpc_kind_code() (CONTRACT section 5).
+ *  - Ownership follows jansson: *_new functions return a new reference the
+ *    caller owns; "steal" parameters are consumed even on failure; "borrow"
+ *    parameters are not.
+ */
+#ifndef SANDBOXD_JSONRPC_H
+#define SANDBOXD_JSONRPC_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+enum rpc_type {
+    RPC_PARSE_ERROR,    /* not JSON */
+    RPC_INVALID,        /* JSON, but not a JSON-RPC 2.0 message we accept */
+    RPC_REQUEST,        /* method + id */
+    RPC_NOTIFICATION,   /* method, no id */
+    RPC_RESPONSE,       /* id + exactly one of result/error, no method */
+};
+
+struct rpc_msg {
+    enum rpc_type type;
+    json_t     *root;       /* owned: the whole message (NULL for PARSE_ERROR) */
+    json_t     *id;         /* borrowed from root; NULL if absent/unusable */
+    const char *method;     /* borrowed; requests and notifications */
+    json_t     *params;     /* borrowed; NULL if absent */
+    json_t     *result;     /* borrowed; responses */
+    json_t     *error;      /* borrowed; error responses (an object) */
+    const char *why;        /* static text: why INVALID / PARSE_ERROR */
+};
+
+/* Parse one line.  Always fills *msg; release with rpc_msg_clear(). */
+void rpc_parse(const char *line, size_t len, struct rpc_msg *msg);
+void rpc_msg_clear(struct rpc_msg *msg);
+
+/* Error kinds of CONTRACT section 5.  Returns 0 for an unknown kind. */
+int rpc_kind_code(const char *kind);
+/* Nonzero if kind names one of the contract's kinds. */
+int rpc_kind_known(const char *kind);
+
+/* {"jsonrpc":"2.0","id":id,"result":result}.  id borrowed (NULL -> null),
+ * result stolen. */
+json_t *rpc_result_new(json_t *id, json_t *result);
+/* {"jsonrpc":"2.0","id":id,"error":{code,message,data}}.  id borrowed
+ * (NULL -> null); data stolen (NULL -> {}); data.kind is set to kind. */
+json_t *rpc_error_new(json_t *id, const char *kind, const char *message, json_t *data);
+/* printf-style message convenience, data stolen. */
+json_t *rpc_errorf_new(json_t *id, const char *kind, json_t *data, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* {"jsonrpc":"2.0","id":id,"method":method,"params":params}; id borrowed
+ * (NULL -> notification), params stolen (may be NULL). */
+json_t *rpc_request_new(json_t *id, const char *method, json_t *params);
+
+/* Serialise msg compactly followed by '\n'.  Returns a malloc'd buffer the
+ * caller owns and its length in *len, or NULL.  Never emits invalid UTF-8
+ * (jansson guarantees it for strings it accepted). */
+char *rpc_dump_line(const json_t *msg, size_t *len);
+
+#endif
