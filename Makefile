@@ -25,6 +25,8 @@ ifeq ($(SANITIZE),1)
 CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
 CPPFLAGS += -DSANDBOXD_SANITIZE=1
+else
+CPPFLAGS += -DSANDBOXD_SANITIZE=0
 endif
 ALL_CFLAGS = $(WARN) $(CFLAGS) -MMD -MP
 

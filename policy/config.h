@@ -8,12 +8,32 @@
  *    Unknown sections or keys and bad values are errors naming file and line;
  *    all errors are reported through the callback, and the function returns
  *    the number of errors (0 = usable config).
+ *    Details (the sample sandboxd.conf documents them for users):
+ *      - the result is the built-in defaults plus the file; what *c held
+ *        before does not carry over (a SIGHUP reload drops removed keys);
+ *      - *c must hold a config from config_defaults()/config_load() or be
+ *        all zero; with 0 errors its old contents are freed and replaced,
+ *        with any error *c is left untouched;
+ *      - a key set twice in the file is an error naming the first line;
+ *      - a missing or unreadable file is one error with line 0;
+ *      - pool_size set above max_workers is an error; the built-in pool_size
+ *        is lowered to max_workers instead;
+ *      - every [defaults] value must be <= its [ceilings] value; the error
+ *        names the default's line (or the ceiling's, for a built-in default);
+ *      - user and group names are resolved with getpwnam/getgrnam, so do not
+ *        call config_load() from two threads at once;
+ *      - err may be NULL (errors are then only counted); msg is only valid
+ *        during the call and carries no "FILE:LINE: " prefix.
  *  - limits_resolve() turns the `timeout_ms` and `limits` of an execute
  *    request into concrete limits: absent keys take the defaults; a value of
  *    the wrong type is EINVAL ("invalid_params"); a value above the ceiling is
  *    ERANGE ("limit_out_of_range").  A message naming the key goes in errbuf.
  *  - A limit of LIMIT_INF means "infinity" (off).
- *  - config_free() releases what config_load()/config_defaults() allocated.
+ *    Only params.timeout_ms and params.limits are read.  *out is written
+ *    only on success.
+ *  - config_free() releases what config_load()/config_defaults() allocated
+ *    and zeroes *c, so freeing twice is harmless.
+ *  - config_defaults() aborts when out of memory (it cannot report it).
  */
 #ifndef SANDBOXD_CONFIG_H
 #define SANDBOXD_CONFIG_H
@@ -58,7 +78,8 @@ struct config {
     /* [worker]: applied when the daemon runs as root (issue: containment) */
     char    *worker_user;       /* owned or NULL; default "nobody" */
     char    *worker_group;      /* owned or NULL; default "nogroup" */
-    char    *worker_chroot;     /* owned or NULL; default "/var/empty"-like, see conf */
+    char    *worker_chroot;     /* owned or NULL (no chroot); default "/var/empty";
+                                   must exist, else workers run unchrooted */
     /* [defaults] and [ceilings] */
     struct limits defaults;
     struct limits ceilings;
@@ -75,11 +96,15 @@ int limits_resolve(const struct config *c, const json_t *params, struct limits *
                    char *errbuf, size_t errlen);
 
 /* JSON form of one limits struct (integers, "infinity", priority names);
- * new reference.  Used by `describe`. */
+ * new reference, or NULL when out of memory or a value other than LIMIT_INF
+ * is above INT64_MAX (config_load and limits_resolve never produce one).
+ * Used by `describe`. */
 json_t *limits_to_json(const struct limits *l);
 
+/* "low", "normal", "high"; "unknown" for an invalid p */
 const char *priority_name(enum priority p);
-/* nice value a worker runs at for priority p */
+/* nice value a worker runs at for priority p: low 10, normal 5, high 0
+ * (never below the daemon's own 0); an invalid p gets 10 */
 int priority_nice(enum priority p);
 
 #endif

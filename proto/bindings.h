@@ -9,8 +9,16 @@
  *   integer                 JSON integer
  *   string, valid UTF-8     JSON string (NUL allowed)
  *   string, other bytes     ["b", "<base64>"]
- *   float                   ["f", "<C99 hex float, e.g. 0x1.8p+1, or inf, -inf, nan>"]
+ *   float                   ["f", "<C99 hex float, e.g. 0x1.8p+1, or inf, -inf, nan, -nan>"]
  *   table                   ["t", [[key, value], ...]]   (keys encoded the same way)
+ *
+ * Exported table entries are sorted by key (booleans, integers, floats,
+ * strings; strings bytewise), so equal data gives byte-equal JSON.  Floats
+ * are written with "%a" (exact, -0.0 and the sign of NaN kept; NaN payloads
+ * are not); "b" is padded standard base64 (RFC 4648 section 4).  Both assume
+ * the C locale (LC_NUMERIC) and restore rejects anything but that canonical
+ * form: unpadded or non-zero-tail base64, decimal or uppercase floats, a
+ * bare JSON real, null, an object, a table or NaN as a key.
  *
  * What is kept: globals whose name is a UTF-8 string and that the sandbox did
  * not define (bindings_export is given the baseline: the set of names that
@@ -18,10 +26,17 @@
  * metatables are not kept; a table entry whose key or value is not plain
  * data is dropped; a table met again on the current path (a cycle) is
  * dropped at the point of recurrence, as Legion does; nesting deeper than
- * CODEC_MAX_DEPTH drops the too-deep entry.  Reading is raw.
+ * CODEC_MAX_DEPTH drops the too-deep entry (a global's own table is at
+ * depth 1; restore rejects deeper nesting).  A string key that is not UTF-8
+ * is kept (as "b"); a table key drops its entry.  Reading is raw.
  *
  * Restoring sets each name as a raw global unless the name is in the
  * baseline (the sandbox's names always win).
+ *
+ * Raising: bindings_export allocates nothing in Lua and never raises.
+ * bindings_restore creates strings and tables, which raise a memory error
+ * when the allocator refuses: call it only in protected context (e.g. from
+ * a C function run by lua_pcall); a raised error leaks no C memory.
  */
 #ifndef SANDBOXD_BINDINGS_H
 #define SANDBOXD_BINDINGS_H
@@ -31,7 +46,8 @@
 #include <stddef.h>
 
 /* Read the globals table at stack index gidx.  The baseline is a table at
- * stack index bidx whose keys are the names to skip.  On success *out is a
+ * stack index bidx whose keys are the names to skip.  The stack is left as
+ * it was.  On success *out is a
  * new JSON array (owned by the caller) and *size its approximate encoded
  * size in bytes.  Returns 0, or -1 with *err set (out of memory, or the
  * encoding grew beyond max_bytes: err is then "bindings too large"; a
@@ -41,7 +57,9 @@ int bindings_export(lua_State *L, int gidx, int bidx, size_t max_bytes,
 
 /* Set the globals in b (borrowed) into the table at gidx, skipping names
  * present as keys in the baseline table at bidx.  Returns 0, or -1 with
- * *err set when b is malformed (nothing partial is promised). */
+ * *err set ("malformed bindings: ...") when b is malformed; b is validated
+ * whole first, so then no global has been set.  The stack is left as it
+ * was.  Protected context only (see above). */
 int bindings_restore(lua_State *L, int gidx, int bidx, const json_t *b, const char **err);
 
 /* The names held by bindings b, as a new JSON array of strings in stored

@@ -60,10 +60,17 @@ struct chan_reader {
 
 void chan_reader_init(struct chan_reader *rd, size_t max_payload, int from_worker);
 void chan_reader_free(struct chan_reader *rd);
-/* Append bytes; -1 on allocation failure (the owner treats it as CHAN_BAD). */
+/* Append bytes; -1 on allocation failure (the owner treats it as CHAN_BAD).
+ * The header of the next frame is judged as soon as its 8 bytes are held,
+ * before any payload byte is stored, so an oversized length never grows
+ * the buffer.  Bounds: CHAN_OUTPUT <= CHAN_OUTPUT_MAX, any other allowed
+ * type <= max_payload.  from_worker = 1 allows OUTPUT, TOOL_CALL, RESULT,
+ * ERROR; from_worker = 0 allows JOB, TOOL_RESULT.  A poisoned reader drops
+ * what it is fed and returns 0. */
 int  chan_reader_feed(struct chan_reader *rd, const void *data, size_t n);
 /* On CHAN_FRAME, *type, *payload (borrowed, valid until the next feed) and
- * *len describe the frame, and it is consumed. */
+ * *len describe the frame, and it is consumed.  Otherwise they are set to
+ * 0 / NULL / 0.  Once CHAN_BAD is returned it is returned forever. */
 enum chan_status chan_reader_next(struct chan_reader *rd, uint32_t *type,
                                   const unsigned char **payload, size_t *len);
 
@@ -74,7 +81,13 @@ unsigned char *chan_frame_new(uint32_t type, const void *payload, size_t len, si
 /* Blocking helpers for the worker (and tests).  Return 0 on success, -1 on
  * EOF, I/O error, or a frame whose length exceeds max_payload (nothing is
  * allocated for it).  chan_recv() returns a malloc'd, NUL-terminated payload
- * the caller owns. */
+ * the caller owns.  They retry after EINTR and short reads/writes and use
+ * only read(2)/write(2) (the worker's seccomp filter allows no other call
+ * on the channel).  chan_recv() does not check the type: its caller does.
+ * errno after chan_recv() fails: 0 = EOF before a frame, EPROTO = EOF
+ * inside a frame, EMSGSIZE = too long (stream unusable), else from read(2)
+ * or malloc.  chan_send() with len > UINT32_MAX fails with EMSGSIZE; to a
+ * closed peer it raises SIGPIPE unless that is ignored (then EPIPE). */
 int chan_send(int fd, uint32_t type, const void *payload, size_t len);
 int chan_recv(int fd, uint32_t *type, char **payload, size_t *len, size_t max_payload);
 

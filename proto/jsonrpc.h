@@ -37,7 +37,18 @@ struct rpc_msg {
     const char *why;        /* static text: why INVALID / PARSE_ERROR */
 };
 
-/* Parse one line.  Always fills *msg; release with rpc_msg_clear(). */
+/* Parse one line.  Always fills *msg; release with rpc_msg_clear().
+ * Rules, in order: not JSON (jansson, JSON_DECODE_ANY | JSON_ALLOW_NUL:
+ * invalid UTF-8, nesting deeper than 2048, integers beyond json_int_t) is
+ * PARSE_ERROR; an array is INVALID ("batch requests are not supported");
+ * a non-object is INVALID; "jsonrpc" must be exactly "2.0".  With "method"
+ * (a string without NUL): "id", if present, a string or integer; "params",
+ * if present, an object or array.  Without "method": a string or integer
+ * "id" and exactly one of "result" and "error", the latter an object with
+ * an integer "code" and a string "message".  Other members are ignored;
+ * with duplicate keys the last one wins (jansson).  For INVALID, msg->id is
+ * still set when the id member was a string or integer, so the error reply
+ * can carry it; root is kept for every type but PARSE_ERROR. */
 void rpc_parse(const char *line, size_t len, struct rpc_msg *msg);
 void rpc_msg_clear(struct rpc_msg *msg);
 
@@ -47,12 +58,17 @@ int rpc_kind_code(const char *kind);
 int rpc_kind_known(const char *kind);
 
 /* {"jsonrpc":"2.0","id":id,"result":result}.  id borrowed (NULL -> null),
- * result stolen. */
+ * result stolen; a NULL result (a failed constructor) gives NULL. */
 json_t *rpc_result_new(json_t *id, json_t *result);
 /* {"jsonrpc":"2.0","id":id,"error":{code,message,data}}.  id borrowed
- * (NULL -> null); data stolen (NULL -> {}); data.kind is set to kind. */
+ * (NULL -> null); data stolen (NULL -> {}); data.kind is set to kind.
+ * data is copied shallowly before "kind" is added, so an object shared with
+ * others is not changed; a non-object data is kept as data.value.  An
+ * unknown kind becomes "internal_error"; message NULL means the kind's
+ * name; a message that is not UTF-8 has its bytes >= 0x80 replaced by '?'.
+ * NULL on allocation failure. */
 json_t *rpc_error_new(json_t *id, const char *kind, const char *message, json_t *data);
-/* printf-style message convenience, data stolen. */
+/* printf-style message convenience, data stolen (also on failure). */
 json_t *rpc_errorf_new(json_t *id, const char *kind, json_t *data, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* {"jsonrpc":"2.0","id":id,"method":method,"params":params}; id borrowed
@@ -60,8 +76,10 @@ json_t *rpc_errorf_new(json_t *id, const char *kind, json_t *data, const char *f
 json_t *rpc_request_new(json_t *id, const char *method, json_t *params);
 
 /* Serialise msg compactly followed by '\n'.  Returns a malloc'd buffer the
- * caller owns and its length in *len, or NULL.  Never emits invalid UTF-8
- * (jansson guarantees it for strings it accepted). */
+ * caller owns (free() it) and its length in *len, or NULL.  The buffer is
+ * also NUL-terminated.  Never emits invalid UTF-8 (jansson guarantees it
+ * for strings it accepted), and never a raw newline before the last byte.
+ * msg must be an object or array. */
 char *rpc_dump_line(const json_t *msg, size_t *len);
 
 #endif

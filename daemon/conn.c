@@ -1,0 +1,270 @@
+/*
+ * conn.c - one client connection.  See conn.h.
+ *
+ * Reading: each readable event reads at most CONN_READ_BURST bytes, so one
+ * chatty client cannot monopolise the loop, then handles every complete
+ * line.  Writing: messages are appended to a per-connection queue and
+ * flushed without blocking; the write watcher runs only while bytes wait.
+ */
+#include "daemon/conn.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/exec.h"
+#include "daemon/log.h"
+#include "daemon/methods.h"
+#include "daemon/sup.h"
+#include "proto/jsonrpc.h"
+
+#define CONN_READ_BURST (256u * 1024)
+
+static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents);
+static void conn_write_cb(struct ev_loop *loop, ev_io *io, int revents);
+
+struct conn *conn_new(struct sup *s, int fd)
+{
+    struct conn *c = calloc(1, sizeof *c);
+
+    if (!c) {
+        close(fd);
+        return NULL;
+    }
+    c->sup = s;
+    c->fd = fd;
+    c->id = ++s->next_conn_id;
+    ndjson_init(&c->rd, s->cfg.max_message_bytes);
+    list_init(&c->execs);
+    list_init(&c->queue);
+    list_init(&c->rr_node);
+    list_init(&c->doomed_node);
+    list_add_tail(&s->conns, &c->node);
+    ev_io_init(&c->rio, conn_read_cb, fd, EV_READ);
+    c->rio.data = c;
+    ev_io_init(&c->wio, conn_write_cb, fd, EV_WRITE);
+    c->wio.data = c;
+    ev_io_start(s->loop, &c->rio);
+    return c;
+}
+
+static void conn_free(struct conn *c)
+{
+    ndjson_free(&c->rd);
+    free(c->out);
+    free(c);
+}
+
+void conn_close(struct conn *c)
+{
+    if (c->fd < 0)
+        return;
+    log_debug("conn=%llu closed", (unsigned long long)c->id);
+    exec_detach_all(c);
+    ev_io_stop(c->sup->loop, &c->rio);
+    ev_io_stop(c->sup->loop, &c->wio);
+    close(c->fd);
+    c->fd = -1;
+    list_del(&c->node);
+    list_del(&c->rr_node);
+    list_del(&c->doomed_node);
+    conn_free(c);
+}
+
+static void doomed_cb(struct ev_loop *loop, ev_prepare *p, int revents)
+{
+    struct sup *s = p->data;
+    (void)revents;
+
+    while (!list_empty(&s->doomed))
+        conn_close(list_first(&s->doomed, struct conn, doomed_node));
+    ev_prepare_stop(loop, p);
+}
+
+/* Closing is deferred to the next loop iteration, so no caller ever sees a
+ * connection (or an execution it owned) vanish under its feet. */
+void conn_fail(struct conn *c)
+{
+    struct sup *s = c->sup;
+
+    if (c->fd < 0 || list_linked(&c->doomed_node))
+        return;
+    ev_io_stop(s->loop, &c->rio);
+    ev_io_stop(s->loop, &c->wio);
+    c->closing = 1;
+    list_add_tail(&s->doomed, &c->doomed_node);
+    if (!ev_is_active(&s->doomed_prep)) {
+        ev_prepare_init(&s->doomed_prep, doomed_cb);
+        s->doomed_prep.data = s;
+        ev_prepare_start(s->loop, &s->doomed_prep);
+    }
+}
+
+/* Write as much as the socket takes now. */
+static void conn_flush(struct conn *c)
+{
+    while (c->out_pos < c->out_len) {
+        ssize_t n = write(c->fd, c->out + c->out_pos, c->out_len - c->out_pos);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            ev_io_start(c->sup->loop, &c->wio);
+            return;
+        }
+        if (n <= 0) {
+            conn_fail(c);
+            return;
+        }
+        c->out_pos += (size_t)n;
+    }
+    c->out_len = c->out_pos = 0;
+    ev_io_stop(c->sup->loop, &c->wio);
+    if (c->closing)
+        conn_fail(c);
+}
+
+static void conn_write_cb(struct ev_loop *loop, ev_io *io, int revents)
+{
+    (void)loop; (void)revents;
+    conn_flush(io->data);
+}
+
+int conn_send(struct conn *c, const json_t *msg)
+{
+    size_t len, need;
+    char *line;
+
+    if (c->fd < 0 || list_linked(&c->doomed_node))
+        return -1;
+    if (!(line = rpc_dump_line(msg, &len)))
+        return 0;               /* cannot serialise: drop it, keep the connection */
+    if (c->out_pos > 0 && c->out_pos == c->out_len)
+        c->out_len = c->out_pos = 0;
+    need = c->out_len + len;
+    if (need - c->out_pos > CONN_MAX_BACKLOG) {
+        log_warn("conn=%llu: peer does not read its answers; disconnecting",
+                 (unsigned long long)c->id);
+        free(line);
+        conn_fail(c);
+        return -1;
+    }
+    if (need > c->out_cap) {
+        size_t cap = c->out_cap ? c->out_cap : 4096;
+        char *p;
+        while (cap < need)
+            cap *= 2;
+        if (!(p = realloc(c->out, cap))) {
+            free(line);
+            conn_fail(c);
+            return -1;
+        }
+        c->out = p;
+        c->out_cap = cap;
+    }
+    memcpy(c->out + c->out_len, line, len);
+    c->out_len += len;
+    free(line);
+    if (!ev_is_active(&c->wio))
+        conn_flush(c);
+    return list_linked(&c->doomed_node) ? -1 : 0;
+}
+
+void conn_send_error(struct conn *c, json_t *id, const char *kind, json_t *data,
+                     const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    json_t *reply;
+    int code = rpc_kind_code(kind);
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    /* CONTRACT 5: every kind from syntax_error on carries output. */
+    if ((code <= -32001 && code >= -32099) || code == -32800) {
+        if (!data)
+            data = json_object();
+        if (!json_object_get(data, "output"))
+            json_object_set_new(data, "output", json_string(""));
+        if (!json_object_get(data, "output_truncated"))
+            json_object_set_new(data, "output_truncated", json_false());
+    }
+    reply = rpc_error_new(id, kind, msg, data);
+    if (reply)
+        conn_send(c, reply);
+    json_decref(reply);
+}
+
+void conn_close_after_flush(struct conn *c)
+{
+    c->closing = 1;
+    ev_io_stop(c->sup->loop, &c->rio);
+    if (c->out_pos == c->out_len)
+        conn_fail(c);
+}
+
+static void conn_handle_line(struct conn *c, const char *line, size_t len)
+{
+    struct rpc_msg m;
+
+    rpc_parse(line, len, &m);
+    switch (m.type) {
+    case RPC_PARSE_ERROR:
+        conn_send_error(c, NULL, "parse_error", NULL, "parse error: %s", m.why ? m.why : "invalid JSON");
+        break;
+    case RPC_INVALID:
+        conn_send_error(c, m.id, "invalid_request", NULL, "invalid request: %s",
+                        m.why ? m.why : "not a JSON-RPC 2.0 message");
+        break;
+    case RPC_REQUEST:
+        methods_request(c, &m);
+        break;
+    case RPC_NOTIFICATION:
+        methods_notification(c, &m);
+        break;
+    case RPC_RESPONSE:
+        exec_tool_response(c, m.id, m.result, m.error);
+        break;
+    }
+    rpc_msg_clear(&m);
+}
+
+static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents)
+{
+    struct conn *c = io->data;
+    char buf[65536];
+    size_t total = 0;
+    (void)loop; (void)revents;
+
+    while (!c->closing && total < CONN_READ_BURST) {
+        const char *line;
+        size_t len;
+        enum ndjson_status st;
+        ssize_t n = read(c->fd, buf, sizeof buf);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            break;
+        if (n <= 0) {
+            conn_fail(c);
+            break;
+        }
+        total += (size_t)n;
+        if (ndjson_feed(&c->rd, buf, (size_t)n) < 0) {
+            conn_fail(c);
+            break;
+        }
+        while (!c->closing &&
+               (st = ndjson_next(&c->rd, &line, &len)) != NDJSON_AGAIN) {
+            if (st == NDJSON_TOO_LONG)
+                conn_send_error(c, NULL, "message_too_large", NULL,
+                                "message longer than %zu bytes", c->sup->cfg.max_message_bytes);
+            else
+                conn_handle_line(c, line, len);
+        }
+    }
+}

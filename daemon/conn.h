@@ -1,0 +1,65 @@
+/*
+ * conn.h - one client connection: bounded NDJSON input, a write queue,
+ * JSON-RPC dispatch, and the executions it started.
+ *
+ * Contract:
+ *  - Input is framed by proto/ndjson with max_message_bytes per line; an
+ *    over-long line is answered with message_too_large and skipped.
+ *  - conn_send() queues one message; it never blocks.  A peer that lets more
+ *    than CONN_MAX_BACKLOG bytes pile up unread is disconnected.
+ *  - conn_fail() stops all I/O at once and closes the connection at the
+ *    start of the next loop iteration, so no caller ever sees a connection
+ *    (or an execution it owns) freed under its feet.  conn_close() does it
+ *    now: it cancels every execution the connection started (workers are
+ *    killed, nothing is answered) and frees the connection; only the
+ *    deferred closer and shutdown call it.
+ */
+#ifndef SANDBOXD_CONN_H
+#define SANDBOXD_CONN_H
+
+#include <ev.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon/list.h"
+#include "proto/ndjson.h"
+
+struct sup;
+
+#define CONN_MAX_BACKLOG (64u * 1024 * 1024)
+
+struct conn {
+    struct sup *sup;
+    struct list_head node;      /* in sup->conns */
+    struct list_head rr_node;   /* in sup->rr while it has queued executions */
+    struct list_head doomed_node; /* in sup->doomed once conn_fail() was called */
+    int    fd;
+    ev_io  rio, wio;
+    struct ndjson_reader rd;
+    char  *out;                 /* owned write queue: out[out_pos..out_len) */
+    size_t out_len, out_pos, out_cap;
+    struct list_head execs;     /* every live struct exec it started */
+    struct list_head queue;     /* its QUEUED executions, FIFO */
+    uint64_t tool_seq;          /* for daemon-chosen tool/call ids */
+    uint64_t id;                /* for logs */
+    pid_t  peer_pid;
+    uid_t  peer_uid;
+    gid_t  peer_gid;
+    int    closing;             /* no more input; close once the queue is flushed */
+};
+
+/* Take ownership of an accepted, non-blocking fd.  NULL on allocation failure
+ * (the fd is closed). */
+struct conn *conn_new(struct sup *sup, int fd);
+void conn_close(struct conn *c);
+void conn_fail(struct conn *c);
+/* Queue msg (borrowed).  Returns 0, or -1 if the connection was closed. */
+int  conn_send(struct conn *c, const json_t *msg);
+/* Queue an error reply; data stolen (may be NULL). */
+void conn_send_error(struct conn *c, json_t *id, const char *kind, json_t *data,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* After the queue drains, close (used for `forbidden`). */
+void conn_close_after_flush(struct conn *c);
+
+#endif

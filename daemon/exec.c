@@ -1,0 +1,640 @@
+/*
+ * exec.c - the execution state table and its single event entry point.
+ *
+ * Every change of an execution's state happens in exec_event().  The table
+ * `accepts` says which events each state expects; anything else goes to
+ * exec_unexpected(), the one place that decides what an unexpected event
+ * means (a worker's frame out of turn is a protocol violation that kills the
+ * worker; anything else is logged and ignored or answered as internal_error).
+ * The scheduler (sched.c) and the worker channel (wproc.c) feed events in.
+ */
+#include "daemon/exec.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "daemon/conn.h"
+#include "daemon/log.h"
+#include "daemon/sched.h"
+#include "daemon/wproc.h"
+#include "daemon/sup.h"
+#include "proto/bindings.h"
+#include "proto/codec.h"
+#include "proto/jsonrpc.h"
+
+#define BIT(ev) (1u << (ev))
+
+static const char *const state_names[] = {
+    "queued", "starting", "running", "wait_tool", "finishing", "done",
+};
+
+static const char *const event_names[] = {
+    "start", "worker", "output", "tool_call", "result", "error", "bad_frame",
+    "tool_ok", "tool_err", "tool_abort", "timeout", "cpu", "cancel",
+    "disconnect", "exit",
+};
+
+/* The state table: which events each state expects. */
+static const unsigned accepts[ST_DONE + 1] = {
+    [ST_QUEUED]    = BIT(XE_START) | BIT(XE_CANCEL) | BIT(XE_DISCONNECT),
+    [ST_STARTING]  = BIT(XE_WORKER) | BIT(XE_CANCEL) | BIT(XE_DISCONNECT),
+    [ST_RUNNING]   = BIT(XE_OUTPUT) | BIT(XE_TOOL_CALL) | BIT(XE_RESULT) | BIT(XE_ERROR) |
+                     BIT(XE_BAD) | BIT(XE_TIMEOUT) | BIT(XE_CPU) | BIT(XE_CANCEL) |
+                     BIT(XE_DISCONNECT) | BIT(XE_EXIT),
+    [ST_WAIT_TOOL] = BIT(XE_TOOL_OK) | BIT(XE_TOOL_ERR) | BIT(XE_TOOL_ABORT) | BIT(XE_BAD) |
+                     BIT(XE_TIMEOUT) | BIT(XE_CPU) | BIT(XE_CANCEL) | BIT(XE_DISCONNECT) |
+                     BIT(XE_EXIT),
+    [ST_FINISHING] = BIT(XE_EXIT) | BIT(XE_DISCONNECT) | BIT(XE_CANCEL),
+    [ST_DONE]      = 0,
+};
+
+/* Events that come from the worker: out of turn, they are its fault. */
+static const unsigned worker_events =
+    BIT(XE_OUTPUT) | BIT(XE_TOOL_CALL) | BIT(XE_RESULT) | BIT(XE_ERROR) | BIT(XE_BAD);
+
+/* Kinds a worker may report in an ERROR frame (docs/architecture.md). */
+static const char *const worker_kinds[] = {
+    "syntax_error", "runtime_error", "memory_limit", "reductions_limit", "cpu_limit",
+    "bindings_too_large", "invalid_params", "internal_error", NULL,
+};
+
+static void exec_free(struct exec *e);
+
+/* ------------------------------------------------------------------ */
+/* answers                                                              */
+
+static uint64_t worker_cpu_us(const struct exec *e)
+{
+    clockid_t clk;
+    struct timespec ts;
+
+    if (!e->w || e->w->killed || clock_getcpuclockid(e->w->pid, &clk) != 0 ||
+        clock_gettime(clk, &ts) != 0)
+        return e->cpu_us_seen;
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static json_int_t stat_int(const json_t *stats, const char *key, json_int_t dflt)
+{
+    json_t *v = json_object_get(stats, key);
+    return json_is_integer(v) && json_integer_value(v) >= 0 ? json_integer_value(v) : dflt;
+}
+
+/* Stats for an answer; wstats (borrowed, may be NULL) are the worker's own
+ * figures, trusted only as numbers about itself. */
+static json_t *exec_stats(struct exec *e, const json_t *wstats)
+{
+    double wall = e->t_start > 0 ? ev_time() - e->t_start : 0;
+    json_int_t cpu = (json_int_t)worker_cpu_us(e);
+
+    if (wall < 0)
+        wall = 0;
+    return json_pack("{s:I,s:I,s:I,s:I,s:I}",
+                     "wall_us", (json_int_t)(wall * 1e6),
+                     "cpu_us", stat_int(wstats, "cpu_us", cpu),
+                     "reductions", stat_int(wstats, "reductions", 0),
+                     "heap_peak_bytes", stat_int(wstats, "heap_peak_bytes", 0),
+                     "tool_calls", (json_int_t)e->tool_calls);
+}
+
+static json_t *exec_output(const struct exec *e)
+{
+    json_t *s = codec_string_new(e->output ? e->output : "", e->output_len);
+    return s ? s : json_string("");
+}
+
+/* Answer with an error; data stolen (may be NULL).  Adds output and, once
+ * the execution has started, stats. */
+static void exec_fail(struct exec *e, const char *kind, json_t *data, const json_t *wstats,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void exec_fail(struct exec *e, const char *kind, json_t *data, const json_t *wstats,
+                      const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!data)
+        data = json_object();
+    json_object_set_new(data, "output", exec_output(e));
+    json_object_set_new(data, "output_truncated", json_boolean(e->output_truncated));
+    if (e->t_start > 0)
+        json_object_set_new(data, "stats", exec_stats(e, wstats));
+    log_info("exec conn=%llu seq=%llu outcome=%s wall_ms=%.1f: %s",
+             e->conn ? (unsigned long long)e->conn->id : 0ULL, (unsigned long long)e->seq, kind,
+             e->t_start > 0 ? (ev_time() - e->t_start) * 1e3 : 0.0, msg);
+    if (e->conn) {
+        json_t *reply = rpc_error_new(e->req_id, kind, msg, data);
+        if (reply)
+            conn_send(e->conn, reply);
+        json_decref(reply);
+    } else {
+        json_decref(data);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* moving between states                                               */
+
+static void exec_stop_timers(struct exec *e)
+{
+    ev_timer_stop(e->sup->loop, &e->deadline);
+    ev_timer_stop(e->sup->loop, &e->cpu_timer);
+}
+
+/* The client has its answer (or is gone): kill the worker if there is one
+ * and wait for the reap; free at once otherwise. */
+static void exec_finish(struct exec *e)
+{
+    exec_stop_timers(e);
+    e->tool_id[0] = '\0';
+    if (e->w) {
+        e->cpu_us_seen = worker_cpu_us(e);
+        wproc_kill(e->w);
+        e->state = ST_FINISHING;
+        return;
+    }
+    e->state = ST_DONE;
+    exec_free(e);
+}
+
+static void exec_free(struct exec *e)
+{
+    if (e->w)
+        e->w->exec = NULL;
+    exec_stop_timers(e);
+    list_del(&e->conn_node);
+    list_del(&e->q_node);
+    json_decref(e->req_id);
+    json_decref(e->job);
+    json_decref(e->tools);
+    free(e->output);
+    free(e);
+}
+
+static void deadline_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    struct exec *e = t->data;
+    (void)loop; (void)revents;
+    exec_event(e, XE_TIMEOUT, NULL);
+}
+
+/* The CPU budget is checked against the worker's CPU clock.  CPU time never
+ * runs ahead of wall time, so the timer first fires after cpu_ms of wall
+ * time and re-arms for whatever budget is left. */
+static void cpu_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    struct exec *e = t->data;
+    uint64_t used_ms = worker_cpu_us(e) / 1000;
+    (void)revents;
+
+    if (used_ms >= e->lim.cpu_ms) {
+        exec_event(e, XE_CPU, NULL);
+        return;
+    }
+    ev_timer_set(t, (double)(e->lim.cpu_ms - used_ms) / 1e3 + 0.001, 0.);
+    ev_timer_start(loop, t);
+}
+
+/* STARTING -> RUNNING: send the job and start the clocks. */
+static void exec_run(struct exec *e, struct wproc *w)
+{
+    struct sup *s = e->sup;
+
+    e->w = w;
+    w->exec = e;
+    e->t_start = ev_time();
+    wproc_apply_limits(w, &e->lim);
+    if (wproc_send_json(w, CHAN_JOB, e->job) < 0) {
+        exec_fail(e, "internal_error", NULL, NULL, "could not send the job to the worker");
+        exec_finish(e);
+        return;
+    }
+    json_decref(e->job);
+    e->job = NULL;
+    e->state = ST_RUNNING;
+    if (e->lim.timeout_ms != LIMIT_INF) {
+        ev_timer_set(&e->deadline, (double)e->lim.timeout_ms / 1e3, 0.);
+        ev_timer_start(s->loop, &e->deadline);
+    }
+    if (e->lim.cpu_ms != LIMIT_INF) {
+        ev_timer_set(&e->cpu_timer, (double)e->lim.cpu_ms / 1e3, 0.);
+        ev_timer_start(s->loop, &e->cpu_timer);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* frames from the worker                                              */
+
+static void on_output(struct exec *e, const struct exec_evdata *d)
+{
+    size_t cap = e->lim.max_output_bytes, room, n;
+    char *p;
+
+    if (e->op != OP_EXECUTE) {
+        wproc_violation(e->w, "output from a check job");
+        return;
+    }
+    room = e->output_len < cap ? cap - e->output_len : 0;
+    n = d->len < room ? d->len : room;
+    if (n < d->len)
+        e->output_truncated = 1;
+    if (n == 0)
+        return;
+    p = realloc(e->output, e->output_len + n + 1);
+    if (!p) {
+        e->output_truncated = 1;
+        return;
+    }
+    memcpy(p + e->output_len, d->payload, n);
+    e->output = p;
+    e->output_len += n;
+}
+
+/* Find tool `name` and its function `fn` in the normalised tools array. */
+static const json_t *find_function(const json_t *tools, const char *name, const char *fn,
+                                   const json_t **tool_out)
+{
+    size_t i, j;
+    json_t *t, *f;
+
+    json_array_foreach(tools, i, t) {
+        if (strcmp(json_string_value(json_object_get(t, "name")), name) != 0)
+            continue;
+        json_array_foreach(json_object_get(t, "functions"), j, f) {
+            if (strcmp(json_string_value(json_object_get(f, "name")), fn) == 0) {
+                *tool_out = t;
+                return f;
+            }
+        }
+        return NULL;
+    }
+    return NULL;
+}
+
+static int arity_allowed(const json_t *f, size_t n)
+{
+    const json_t *ar = json_object_get(f, "arities"), *a;
+    size_t i;
+
+    if (!ar)
+        return 1;
+    json_array_foreach(ar, i, a) {
+        if (json_integer_value(a) == (json_int_t)n)
+            return 1;
+    }
+    return 0;
+}
+
+static void on_tool_call(struct exec *e, const struct exec_evdata *d)
+{
+    const json_t *tool = NULL, *fn, *args = json_object_get(d->json, "args");
+    const char *tname = json_string_value(json_object_get(d->json, "tool"));
+    const char *fname = json_string_value(json_object_get(d->json, "function"));
+    json_t *id, *req;
+
+    if (e->op != OP_EXECUTE || !tname || !fname || !json_is_array(args) ||
+        !(fn = find_function(e->tools, tname, fname, &tool)) ||
+        !arity_allowed(fn, json_array_size(args))) {
+        wproc_violation(e->w, "tool call that the job does not allow");
+        return;
+    }
+    e->tool_calls++;
+    snprintf(e->tool_id, sizeof e->tool_id, "sbx-%llu-%u", (unsigned long long)e->seq,
+             e->tool_calls);
+    id = json_string(e->tool_id);
+    req = rpc_request_new(id, "tool/call",
+                          json_pack("{s:O,s:s,s:O,s:s,s:O}", "execution_id", e->req_id,
+                                    "tool", tname, "module", json_object_get(tool, "module"),
+                                    "function", fname, "args", args));
+    json_decref(id);
+    e->state = ST_WAIT_TOOL;
+    if (!req || conn_send(e->conn, req) < 0) {
+        json_decref(req);
+        return;     /* the connection is gone; its close cancelled us */
+    }
+    json_decref(req);
+}
+
+static int valid_worker_kind(const char *kind)
+{
+    for (size_t i = 0; kind && worker_kinds[i]; i++)
+        if (strcmp(kind, worker_kinds[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static void on_result(struct exec *e, const struct exec_evdata *d)
+{
+    const json_t *bindings = json_object_get(d->json, "bindings");
+    const json_t *wstats = json_object_get(d->json, "stats");
+    json_t *result, *names = NULL, *reply;
+    const char *err = NULL;
+
+    if (json_is_true(json_object_get(d->json, "output_truncated")))
+        e->output_truncated = 1;
+    if (e->op == OP_CHECK) {
+        result = json_pack("{s:b}", "ok", 1);
+    } else {
+        if (!json_is_array(bindings) || !(names = bindings_names(bindings, &err))) {
+            wproc_violation(e->w, "malformed bindings in the result");
+            return;
+        }
+        result = json_pack("{s:O,s:O,s:o,s:o,s:b,s:o}",
+                           "value", json_object_get(d->json, "value") ?
+                                    json_object_get(d->json, "value") : json_null(),
+                           "bindings", bindings, "binding_names", names,
+                           "output", exec_output(e), "output_truncated", e->output_truncated,
+                           "stats", exec_stats(e, wstats));
+    }
+    log_info("exec conn=%llu seq=%llu outcome=ok wall_ms=%.1f tool_calls=%u",
+             e->conn ? (unsigned long long)e->conn->id : 0ULL, (unsigned long long)e->seq,
+             (ev_time() - e->t_start) * 1e3, e->tool_calls);
+    reply = rpc_result_new(e->req_id, result);
+    if (reply && e->conn)
+        conn_send(e->conn, reply);
+    json_decref(reply);
+    exec_finish(e);
+}
+
+static void on_error(struct exec *e, const struct exec_evdata *d)
+{
+    const char *kind = json_string_value(json_object_get(d->json, "kind"));
+    const char *msg = json_string_value(json_object_get(d->json, "message"));
+    json_t *line = json_object_get(d->json, "line");
+    json_t *tb = json_object_get(d->json, "traceback");
+    json_t *data = json_object();
+
+    if (!valid_worker_kind(kind) || !msg) {
+        json_decref(data);
+        wproc_violation(e->w, "malformed error frame");
+        return;
+    }
+    if (json_is_true(json_object_get(d->json, "output_truncated")))
+        e->output_truncated = 1;
+    if (json_is_integer(line))
+        json_object_set(data, "line", line);
+    if (json_is_string(tb))
+        json_object_set(data, "traceback", tb);
+    exec_fail(e, kind, data, json_object_get(d->json, "stats"), "%s", msg);
+    exec_finish(e);
+}
+
+/* The worker died before its end frame. */
+static void on_exit_early(struct exec *e, const struct exec_evdata *d)
+{
+    int st = d->status;
+    json_t *data = json_object();
+
+    if (WIFSIGNALED(st) && WTERMSIG(st) == SIGXCPU) {
+        exec_fail(e, "cpu_limit", data, NULL, "execution exceeded the CPU limit of %llu ms",
+                  (unsigned long long)e->lim.cpu_ms);
+    } else if (WIFSIGNALED(st)) {
+        int sig = WTERMSIG(st);
+        json_object_set_new(data, "signal", json_integer(sig));
+        json_object_set_new(data, "reason", json_string(sig == SIGSYS ?
+                            "forbidden system call (seccomp)" : strsignal(sig)));
+        exec_fail(e, "crashed", data, NULL, "worker killed by signal %d (%s)", sig,
+                  sig == SIGSYS ? "forbidden system call" : strsignal(sig));
+    } else if (WIFEXITED(st) && WEXITSTATUS(st) >= 120 && WEXITSTATUS(st) <= 121) {
+        exec_fail(e, "internal_error", data, NULL, "worker %s failed (exit status %d)",
+                  WEXITSTATUS(st) == 120 ? "set-up" : "job intake", WEXITSTATUS(st));
+    } else {
+        json_object_set_new(data, "reason", json_string("exited without a result"));
+        exec_fail(e, "crashed", data, NULL, "worker exited (status %d) without a result",
+                  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    }
+    e->state = ST_DONE;
+    exec_free(e);
+}
+
+/* ------------------------------------------------------------------ */
+/* the entry point                                                     */
+
+/* The one place for events a state does not expect. */
+static void exec_unexpected(struct exec *e, enum exec_ev ev)
+{
+    if (BIT(ev) & worker_events) {
+        if (e->state == ST_FINISHING)
+            return;     /* the worker is being killed; its last words don't matter */
+        wproc_violation(e->w, "frame out of turn");
+        return;
+    }
+    log_warn("exec seq=%llu: unexpected event %s in state %s",
+             (unsigned long long)e->seq, event_names[ev], state_names[e->state]);
+    if (ev == XE_WORKER || ev == XE_TIMEOUT || ev == XE_CPU) {
+        if (e->state < ST_FINISHING) {
+            exec_fail(e, "internal_error", NULL, NULL, "internal error (%s in %s)",
+                      event_names[ev], state_names[e->state]);
+            exec_finish(e);
+        }
+    }
+    /* client-side events (tool answers, cancels) are ignored */
+}
+
+void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
+{
+    struct sup *s = e->sup;
+
+    if (!(accepts[e->state] & BIT(ev))) {
+        exec_unexpected(e, ev);
+        return;
+    }
+    log_debug("exec seq=%llu: %s in %s", (unsigned long long)e->seq, event_names[ev],
+              state_names[e->state]);
+    switch (ev) {
+    case XE_START:
+        e->state = ST_STARTING;
+        list_add_tail(&s->starting, &e->q_node);
+        s->n_starting++;
+        break;
+    case XE_WORKER:
+        list_del(&e->q_node);
+        s->n_starting--;
+        exec_run(e, d->w);
+        break;
+    case XE_OUTPUT:
+        on_output(e, d);
+        break;
+    case XE_TOOL_CALL:
+        on_tool_call(e, d);
+        break;
+    case XE_RESULT:
+        on_result(e, d);
+        break;
+    case XE_ERROR:
+        on_error(e, d);
+        break;
+    case XE_BAD: {
+        json_t *data = json_pack("{s:s}", "reason", d->why);
+        exec_fail(e, "crashed", data, NULL, "worker violated the channel protocol: %s", d->why);
+        exec_finish(e);
+        break;
+    }
+    case XE_TOOL_OK:
+    case XE_TOOL_ERR: {
+        json_t *ans = ev == XE_TOOL_OK ?
+            json_pack("{s:b,s:O}", "ok", 1, "value", d->json) :
+            json_pack("{s:b,s:s}", "ok", 0, "message", d->why);
+        e->tool_id[0] = '\0';
+        e->state = ST_RUNNING;
+        if (!ans || wproc_send_json(e->w, CHAN_TOOL_RESULT, ans) < 0) {
+            exec_fail(e, "internal_error", NULL, NULL, "could not pass the tool result on");
+            exec_finish(e);
+        }
+        json_decref(ans);
+        break;
+    }
+    case XE_TOOL_ABORT:
+        exec_fail(e, "tool_aborted", json_pack("{s:O}", "tool_error", d->json), NULL,
+                  "a tool aborted the execution: %s", d->why);
+        exec_finish(e);
+        break;
+    case XE_TIMEOUT:
+        exec_fail(e, "timeout", NULL, NULL, "execution exceeded the timeout of %llu ms",
+                  (unsigned long long)e->lim.timeout_ms);
+        exec_finish(e);
+        break;
+    case XE_CPU:
+        exec_fail(e, "cpu_limit", NULL, NULL, "execution exceeded the CPU limit of %llu ms",
+                  (unsigned long long)e->lim.cpu_ms);
+        exec_finish(e);
+        break;
+    case XE_CANCEL:
+        if (e->state == ST_FINISHING)
+            break;      /* already answered */
+        if (e->state == ST_QUEUED)
+            sched_unqueue(e);
+        else if (e->state == ST_STARTING)
+            s->n_starting--;
+        exec_fail(e, "cancelled", NULL, NULL, "execution cancelled");
+        exec_finish(e);
+        break;
+    case XE_DISCONNECT:
+        if (e->state == ST_QUEUED)
+            sched_unqueue(e);
+        else if (e->state == ST_STARTING)
+            s->n_starting--;
+        list_del(&e->conn_node);
+        e->conn = NULL;
+        if (e->state != ST_FINISHING)
+            exec_finish(e);
+        break;
+    case XE_EXIT:
+        if (e->state == ST_FINISHING) {
+            e->state = ST_DONE;
+            exec_free(e);
+        } else {
+            on_exit_early(e, d);
+        }
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* requests from the connection                                        */
+
+struct exec *exec_new(struct conn *c, enum exec_op op, json_t *id, json_t *job, json_t *tools,
+                      const struct limits *lim)
+{
+    struct sup *s = c->sup;
+    struct exec *e = calloc(1, sizeof *e);
+
+    if (!e) {
+        json_decref(job);
+        json_decref(tools);
+        return NULL;
+    }
+    e->sup = s;
+    e->conn = c;
+    e->seq = ++s->next_exec_seq;
+    e->op = op;
+    e->state = ST_QUEUED;
+    e->req_id = json_deep_copy(id);
+    e->job = job;
+    e->tools = tools ? tools : json_array();
+    e->lim = *lim;
+    e->t_submit = ev_time();
+    list_init(&e->q_node);
+    list_add_tail(&c->execs, &e->conn_node);
+    ev_timer_init(&e->deadline, deadline_cb, 0., 0.);
+    e->deadline.data = e;
+    ev_timer_init(&e->cpu_timer, cpu_cb, 0., 0.);
+    e->cpu_timer.data = e;
+    return e;
+}
+
+/* A response may be passed on only by the connection the execution
+ * belongs to, and only for the id of its pending tool/call. */
+void exec_tool_response(struct conn *c, const json_t *id, const json_t *result,
+                        const json_t *error)
+{
+    struct list_head *pos, *tmp;
+    const char *sid = json_string_value(id);
+
+    list_for_each_safe(pos, tmp, &c->execs) {
+        struct exec *e = list_entry(pos, struct exec, conn_node);
+        struct exec_evdata d = { 0 };
+        if (!sid || e->state != ST_WAIT_TOOL || strcmp(e->tool_id, sid) != 0)
+            continue;
+        if (result) {
+            d.json = result;
+            exec_event(e, XE_TOOL_OK, &d);
+        } else {
+            const char *m = json_string_value(json_object_get(error, "message"));
+            d.json = error;
+            d.why = m ? m : "tool error";
+            exec_event(e, json_is_true(json_object_get(json_object_get(error, "data"), "abort"))
+                          ? XE_TOOL_ABORT : XE_TOOL_ERR, &d);
+        }
+        return;
+    }
+    log_notice("conn=%llu: ignoring a response for unknown id %s",
+               (unsigned long long)c->id, sid ? sid : "(not a string)");
+}
+
+struct exec *exec_find(struct conn *c, const json_t *id)
+{
+    struct list_head *pos, *tmp;
+
+    list_for_each_safe(pos, tmp, &c->execs) {
+        struct exec *e = list_entry(pos, struct exec, conn_node);
+        if (e->state != ST_FINISHING && json_equal(e->req_id, id))
+            return e;
+    }
+    return NULL;
+}
+
+void exec_detach_all(struct conn *c)
+{
+    struct list_head *pos, *tmp;
+
+    list_for_each_safe(pos, tmp, &c->execs)
+        exec_event(list_entry(pos, struct exec, conn_node), XE_DISCONNECT, NULL);
+}
+
+void exec_drop(struct exec *e)
+{
+    exec_free(e);
+}
+
+/* Used at shutdown: answer everything still open. */
+void exec_abort(struct exec *e, const char *why)
+{
+    if (e->state >= ST_FINISHING)
+        return;
+    if (e->state == ST_QUEUED)
+        sched_unqueue(e);
+    else if (e->state == ST_STARTING)
+        e->sup->n_starting--;
+    exec_fail(e, "cancelled", NULL, NULL, "%s", why);
+    exec_finish(e);
+}

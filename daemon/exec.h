@@ -1,0 +1,108 @@
+/*
+ * exec.h - executions: the state table and its single event entry point.
+ *
+ * Every execution moves through these states, driven only by exec_event()
+ * (see docs/architecture.md, "Execution lifecycle"):
+ *
+ *   QUEUED -> STARTING -> RUNNING <-> WAIT_TOOL -> FINISHING -> DONE
+ *
+ * Contract:
+ *  - An execution created by exec_new() gets exactly one answer on its
+ *    connection (result or error) unless the connection goes away first.
+ *  - Once answered otherwise than by its worker's own end frame, the worker
+ *    is killed at once; the execution stays in FINISHING until the worker is
+ *    reaped, then it is freed (DONE).  An execution never outlives its
+ *    worker's reap and never frees a worker: wproc.c owns worker memory.
+ *  - exec_event() may free the execution; callers must not touch it after.
+ */
+#ifndef SANDBOXD_EXEC_H
+#define SANDBOXD_EXEC_H
+
+#include <ev.h>
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/list.h"
+#include "policy/config.h"
+
+struct sup;
+struct conn;
+struct wproc;
+
+enum exec_op { OP_EXECUTE, OP_CHECK };
+
+enum exec_state {
+    ST_QUEUED, ST_STARTING, ST_RUNNING, ST_WAIT_TOOL, ST_FINISHING, ST_DONE,
+};
+
+enum exec_ev {
+    XE_START,       /* the scheduler admitted it (QUEUED -> STARTING) */
+    XE_WORKER,      /* a worker is assigned (d->w) */
+    XE_OUTPUT,      /* CHAN_OUTPUT (d->payload, d->len) */
+    XE_TOOL_CALL,   /* CHAN_TOOL_CALL (d->json) */
+    XE_RESULT,      /* CHAN_RESULT (d->json) */
+    XE_ERROR,       /* CHAN_ERROR (d->json) */
+    XE_BAD,         /* protocol violation by the worker (d->why) */
+    XE_TOOL_OK,     /* client answered the tool call (d->json = result) */
+    XE_TOOL_ERR,    /* client answered with an error (d->json, d->why = message) */
+    XE_TOOL_ABORT,  /* ... with data.abort = true */
+    XE_TIMEOUT,     /* timeout_ms passed */
+    XE_CPU,         /* cpu_ms used */
+    XE_CANCEL,      /* $/cancelRequest */
+    XE_DISCONNECT,  /* the connection is closing */
+    XE_EXIT,        /* the worker was reaped (d->status) */
+};
+
+struct exec_evdata {
+    const unsigned char *payload;
+    size_t len;
+    const json_t *json;
+    const char *why;
+    int status;
+    struct wproc *w;
+};
+
+struct exec {
+    struct sup  *sup;
+    struct conn *conn;          /* NULL once detached (connection gone) */
+    struct list_head conn_node; /* in conn->execs */
+    struct list_head q_node;    /* in conn->queue (QUEUED) or sup->starting (STARTING) */
+    uint64_t seq;
+    enum exec_op op;
+    enum exec_state state;
+    json_t  *req_id;            /* owned copy of the request id */
+    json_t  *job;               /* owned JOB payload until sent */
+    json_t  *tools;             /* owned normalised tools (for tool/call checks) */
+    struct limits lim;
+    struct wproc *w;            /* borrowed; NULL before RUNNING and after the reap */
+    ev_timer deadline, cpu_timer;
+    ev_tstamp t_submit, t_start;
+    uint64_t cpu_us_seen;       /* worker CPU time sampled when it was killed */
+    char     tool_id[48];       /* id of the pending tool/call, "" if none */
+    unsigned tool_calls;
+    char    *output;            /* owned captured print output */
+    size_t   output_len;
+    int      output_truncated;
+};
+
+/* Create a QUEUED execution of connection c.  Steals job and tools; id is
+ * copied.  NULL on allocation failure (job and tools released). */
+struct exec *exec_new(struct conn *c, enum exec_op op, json_t *id, json_t *job, json_t *tools,
+                      const struct limits *lim);
+void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d);
+
+/* A live (not yet answered) execution of c with request id `id`, or NULL. */
+struct exec *exec_find(struct conn *c, const json_t *id);
+/* A response from the client; routed to the execution whose tool/call has
+ * this id, or logged and ignored. */
+void exec_tool_response(struct conn *c, const json_t *id, const json_t *result,
+                        const json_t *error);
+/* The connection is going away: detach and kill every execution of c. */
+void exec_detach_all(struct conn *c);
+/* Free an execution that never left QUEUED and was never queued (busy). */
+void exec_drop(struct exec *e);
+/* Answer an open execution with `cancelled` (shutdown). */
+void exec_abort(struct exec *e, const char *why);
+
+#endif

@@ -1,0 +1,23 @@
+/*
+ * log.h - one line per event on stderr, with sd-daemon priority prefixes
+ * ("<3>" error ... "<7>" debug) so journald keeps severities.
+ *
+ * The level threshold is process-wide state (the logger is one of the few
+ * globals the house rules allow); log_set_level() changes it on reload.
+ */
+#ifndef SANDBOXD_LOG_H
+#define SANDBOXD_LOG_H
+
+#include "policy/config.h"
+
+void log_set_level(enum log_level lvl);
+int  log_enabled(enum log_level lvl);
+void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_err(...)    log_msg(LOG_LVL_ERROR, __VA_ARGS__)
+#define log_warn(...)   log_msg(LOG_LVL_WARNING, __VA_ARGS__)
+#define log_notice(...) log_msg(LOG_LVL_NOTICE, __VA_ARGS__)
+#define log_info(...)   log_msg(LOG_LVL_INFO, __VA_ARGS__)
+#define log_debug(...)  log_msg(LOG_LVL_DEBUG, __VA_ARGS__)
+
+#endif

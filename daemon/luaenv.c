@@ -1,0 +1,376 @@
+/*
+ * luaenv.c - the sandbox state: allocator, environment assembly, sticky
+ * limits and the protected-boundary classification.  Contract: luaenv.h.
+ * The replacement library functions are in luaenv_lib.c.
+ */
+#include "daemon/luaenv.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/chan.h"
+
+/* Messages pushed while the heap may be full.  They are short strings
+ * (interned) anchored in the registry at start-up, so pushing them again
+ * finds the existing object and allocates nothing. */
+#define MSG_STRING     "resulting string too large"
+#define MSG_MEMORY     "memory limit exceeded"
+#define MSG_REDUCTIONS "reductions limit exceeded"
+#define MSG_CPU        "cpu limit exceeded"
+#define MSG_BUFFER     "not enough memory for buffer allocation"  /* lauxlib's text */
+
+/* A new long string is one allocation of header + length + 1; the header is
+ * well under this slack, so a string is refused only when its length itself
+ * is over the cap (give or take the slack). */
+#define STRING_SLACK   64
+
+#define HOOK_PERIOD    1000   /* instructions between hook calls */
+#define CPU_EVERY      16     /* hook calls between CPU-time checks */
+#define GC_PAUSE_CAPPED 100   /* with a heap cap: start a cycle right after the last */
+
+/*
+ * Allocator.  ptr == NULL means a new block and osize is then a type tag,
+ * so the old size is `ptr ? osize : 0`.  Growth is checked against the cap;
+ * shrinks and frees always succeed (Lua assumes they cannot fail, so a
+ * failing shrink realloc returns the old block).
+ */
+static void *env_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    struct luaenv *e = ud;
+    size_t old = ptr ? osize : 0;
+    void *p;
+
+    if (nsize == 0) {
+        free(ptr);
+        e->used -= old;
+        return NULL;
+    }
+    if (nsize > old) {
+        size_t grow = nsize - old;
+        if (ptr == NULL && osize == LUA_TSTRING && nsize > e->string_cap + STRING_SLACK) {
+            e->last_refusal = LUAENV_REFUSED_STRING;
+            return NULL;
+        }
+        if (e->max_heap != 0 && (grow > e->max_heap || e->used > e->max_heap - grow)) {
+            e->last_refusal = LUAENV_REFUSED_HEAP;
+            return NULL;
+        }
+    }
+    p = realloc(ptr, nsize);
+    if (p == NULL) {
+        if (nsize <= old)
+            return ptr;                 /* a shrink never fails */
+        e->last_refusal = LUAENV_REFUSED_HEAP;  /* the system refused: same verdict */
+        return NULL;
+    }
+    e->used = e->used - old + nsize;
+    if (e->used > e->peak)
+        e->peak = e->used;
+    return p;
+}
+
+/* An error outside any protected call.  Nothing sensible is left to do, and
+ * stdio may be forbidden by seccomp: exit; the supervisor reports a worker
+ * that ends without an end frame as crashed. */
+static int env_panic(lua_State *L)
+{
+    (void)L;
+    _exit(LUAENV_EXIT_PANIC);
+}
+
+struct luaenv *luaenv_from(lua_State *L)
+{
+    void *ud;
+    lua_getallocf(L, &ud);
+    return ud;
+}
+
+lua_State *luaenv_state(struct luaenv *e) { return e->L; }
+enum luaenv_fatal luaenv_fatal(const struct luaenv *e) { return (enum luaenv_fatal)e->fatal; }
+size_t luaenv_string_cap(const struct luaenv *e) { return e->string_cap; }
+
+void luaenv_stats(const struct luaenv *e, struct luaenv_stats *out)
+{
+    out->reductions = e->hook_period ? e->reductions : 0;
+    out->heap_bytes = e->used;
+    out->heap_peak_bytes = e->peak;
+    out->output_truncated = e->output_truncated;
+}
+
+static uint64_t cpu_now_us(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void push_fatal_message(lua_State *L, int kind)
+{
+    switch (kind) {
+    case LUAENV_FATAL_REDUCTIONS: lua_pushliteral(L, MSG_REDUCTIONS); break;
+    case LUAENV_FATAL_CPU:        lua_pushliteral(L, MSG_CPU); break;
+    default:                      lua_pushliteral(L, MSG_MEMORY); break;
+    }
+}
+
+/*
+ * The count hook.  Charges one period per call; once a limit is exhausted
+ * (or any fatal flag is set) it re-arms itself with count 1 on this thread
+ * and raises, so every further instruction raises again.
+ */
+static void count_hook(lua_State *L, lua_Debug *ar)
+{
+    struct luaenv *e = luaenv_from(L);
+
+    (void)ar;
+    if (e->fatal == LUAENV_FATAL_NONE && e->hook_period > 0) {
+        e->reductions += (uint64_t)e->hook_period;
+        if (e->max_reductions != 0 && e->reductions > e->max_reductions)
+            e->fatal = LUAENV_FATAL_REDUCTIONS;
+        else if (e->cpu_us != 0 && ++e->hook_ticks % CPU_EVERY == 0 && cpu_now_us() > e->cpu_us)
+            e->fatal = LUAENV_FATAL_CPU;
+    }
+    if (e->fatal == LUAENV_FATAL_NONE)
+        return;
+    lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
+    push_fatal_message(L, e->fatal);
+    lua_error(L);
+}
+
+static void set_fatal(struct luaenv *e, int kind)
+{
+    if (e->fatal == LUAENV_FATAL_NONE)
+        e->fatal = kind;
+}
+
+void luaenv_apply(struct luaenv *e, const struct luaenv_limits *lim)
+{
+    lua_State *L = e->L;
+
+    e->max_heap = lim->max_heap;
+    e->string_cap = LUAENV_STRING_CAP_MAX;
+    if (lim->max_heap != 0 && lim->max_heap / 2 < e->string_cap)
+        e->string_cap = lim->max_heap / 2;
+    e->peak = e->used;
+    e->last_refusal = LUAENV_REFUSED_NONE;
+    e->fatal = LUAENV_FATAL_NONE;
+    e->max_reductions = lim->max_reductions;
+    e->cpu_us = lim->cpu_us;
+    e->reductions = 0;
+    e->hook_ticks = 0;
+    e->hook_period = 0;
+    e->output_fd = lim->output_fd;
+    e->output_max = lim->max_output_bytes;
+    e->output_sent = 0;
+    e->output_truncated = 0;
+
+    /* Buffers (luaL_Buffer) grow without the emergency collection that
+     * Lua-managed blocks get, so near a cap garbage must not pile up. */
+    if (lim->max_heap != 0)
+        lua_gc(L, LUA_GCSETPAUSE, GC_PAUSE_CAPPED);
+
+    if (lim->max_reductions != 0 || lim->cpu_us != 0) {
+        e->hook_period = HOOK_PERIOD;
+        if (lim->max_reductions != 0 && lim->max_reductions < HOOK_PERIOD)
+            e->hook_period = (int)lim->max_reductions;
+        lua_sethook(L, count_hook, LUA_MASKCOUNT, e->hook_period);
+    } else {
+        lua_sethook(L, NULL, 0, 0);
+    }
+}
+
+void luaenv_finish(struct luaenv *e)
+{
+    e->max_heap = 0;
+    e->string_cap = (size_t)-1 - STRING_SLACK;
+    lua_sethook(e->L, NULL, 0, 0);
+}
+
+static int is_buffer_message(lua_State *L, int idx)
+{
+    size_t len, n = sizeof MSG_BUFFER - 1;
+    const char *s;
+
+    if (lua_type(L, idx) != LUA_TSTRING)
+        return 0;
+    s = lua_tolstring(L, idx, &len);
+    return len >= n && memcmp(s + len - n, MSG_BUFFER, n) == 0;
+}
+
+int luaenv_is_fatal_error(lua_State *L, int idx)
+{
+    struct luaenv *e = luaenv_from(L);
+
+    if (e->fatal == LUAENV_FATAL_NONE && e->last_refusal == LUAENV_REFUSED_HEAP
+        && is_buffer_message(L, idx))
+        set_fatal(e, LUAENV_FATAL_MEMORY);
+    return e->fatal != LUAENV_FATAL_NONE;
+}
+
+enum luaenv_caught luaenv_catch(lua_State *L, int status)
+{
+    struct luaenv *e = luaenv_from(L);
+    int refusal = e->last_refusal;
+
+    e->last_refusal = LUAENV_REFUSED_NONE;
+    if (e->fatal != LUAENV_FATAL_NONE)
+        return LUAENV_CAUGHT_FATAL;
+    if (status == LUA_ERRMEM) {
+        if (refusal == LUAENV_REFUSED_STRING) {
+            lua_pushliteral(L, MSG_STRING);
+            lua_replace(L, -2);
+            return LUAENV_CAUGHT_STRING;
+        }
+        set_fatal(e, LUAENV_FATAL_MEMORY);
+        return LUAENV_CAUGHT_FATAL;
+    }
+    if (refusal == LUAENV_REFUSED_HEAP && is_buffer_message(L, -1)) {
+        set_fatal(e, LUAENV_FATAL_MEMORY);
+        return LUAENV_CAUGHT_FATAL;
+    }
+    return LUAENV_CAUGHT_PLAIN;
+}
+
+int luaenv_rethrow(lua_State *L)
+{
+    lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
+    return lua_error(L);
+}
+
+void luaenv_output(struct luaenv *e, const char *s, size_t len)
+{
+    size_t room;
+
+    if (e->output_truncated)
+        return;
+    room = e->output_max - e->output_sent;
+    if (len > room) {
+        len = room;
+        e->output_truncated = 1;
+    }
+    while (len > 0) {
+        size_t n = len < CHAN_OUTPUT_MAX ? len : CHAN_OUTPUT_MAX;
+        if (e->output_fd >= 0 && chan_send(e->output_fd, CHAN_OUTPUT, s, n) != 0) {
+            e->output_truncated = 1;    /* the reader is gone: stop trying */
+            return;
+        }
+        s += n;
+        len -= n;
+        e->output_sent += n;
+    }
+}
+
+/* Copy the named fields of the table at src into the table at dst. */
+static void copy_fields(lua_State *L, int src, int dst, const char *const *names)
+{
+    for (; *names != NULL; names++) {
+        lua_getfield(L, src, *names);
+        lua_setfield(L, dst, *names);
+    }
+}
+
+/* Build the environment; runs under lua_pcall in luaenv_new(). */
+static int build_env(lua_State *L)
+{
+    static const luaL_Reg libs[] = {
+        {"_G", luaopen_base},
+        {LUA_STRLIBNAME, luaopen_string},
+        {LUA_TABLIBNAME, luaopen_table},
+        {LUA_MATHLIBNAME, luaopen_math},
+        {LUA_COLIBNAME, luaopen_coroutine},
+        {LUA_UTF8LIBNAME, luaopen_utf8},
+        {LUA_OSLIBNAME, luaopen_os},
+        {NULL, NULL},
+    };
+    static const char *const os_keep[] = {"time", "clock", "date", "difftime", NULL};
+    static const char *const exposed[] = {LUA_STRLIBNAME, LUA_TABLIBNAME, LUA_MATHLIBNAME,
+                                          LUA_COLIBNAME, LUA_UTF8LIBNAME, LUA_OSLIBNAME, NULL};
+    static const char *const anchors[] = {MSG_STRING, MSG_MEMORY, MSG_REDUCTIONS, MSG_CPU, NULL};
+    const luaL_Reg *lib;
+    int g, i;
+
+    for (lib = libs; lib->func != NULL; lib++) {
+        luaL_requiref(L, lib->name, lib->func, 1);
+        lua_pop(L, 1);
+    }
+    lua_pushglobaltable(L);
+    g = lua_gettop(L);
+
+    /* os: the time functions only, in a new table (the full one is dropped) */
+    lua_getfield(L, g, LUA_OSLIBNAME);
+    lua_createtable(L, 0, 4);
+    copy_fields(L, g + 1, g + 2, os_keep);
+    lua_setfield(L, g, LUA_OSLIBNAME);
+    lua_pop(L, 1);
+
+    /* removals: in the real tables, not in copies */
+    lua_pushnil(L);
+    lua_setfield(L, g, "dofile");
+    lua_pushnil(L);
+    lua_setfield(L, g, "loadfile");
+    lua_getfield(L, g, LUA_STRLIBNAME);     /* also the string metatable's __index */
+    lua_pushnil(L);
+    lua_setfield(L, -2, "dump");
+    lua_pop(L, 1);
+
+    /* the string metatable: locked, so getmetatable("") reveals nothing */
+    lua_pushliteral(L, "");
+    if (lua_getmetatable(L, -1)) {
+        lua_pushboolean(L, 0);
+        lua_setfield(L, -2, "__metatable");
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+
+    /* replacements (luaenv_lib.c) */
+    lua_pushvalue(L, g);
+    luaenv_openlib(L);
+    lua_pop(L, 1);
+
+    /* registry._LOADED: the exposed tables only */
+    lua_createtable(L, 0, 8);
+    lua_pushvalue(L, g);
+    lua_setfield(L, -2, "_G");
+    copy_fields(L, g, lua_gettop(L), exposed);
+    lua_setfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+
+    /* anchors for the messages pushed under memory pressure */
+    lua_createtable(L, 4, 0);
+    for (i = 0; anchors[i] != NULL; i++) {
+        lua_pushstring(L, anchors[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_rawsetp(L, LUA_REGISTRYINDEX, anchors);
+    lua_settop(L, 0);
+    return 0;
+}
+
+struct luaenv *luaenv_new(void)
+{
+    struct luaenv *e = calloc(1, sizeof *e);
+
+    if (e == NULL)
+        return NULL;
+    e->output_fd = -1;
+    e->string_cap = LUAENV_STRING_CAP_MAX;
+    e->L = lua_newstate(env_alloc, e);
+    if (e->L == NULL)
+        goto fail;
+    lua_atpanic(e->L, env_panic);
+    lua_pushcfunction(e->L, build_env);
+    if (lua_pcall(e->L, 0, 0, 0) != LUA_OK)
+        goto fail_close;    /* in the zygote no user code ever ran: closing is safe */
+    lua_gc(e->L, LUA_GCCOLLECT, 0);
+    return e;
+
+fail_close:
+    lua_close(e->L);
+fail:
+    free(e);
+    return NULL;
+}

@@ -1,0 +1,152 @@
+/*
+ * luaenv.h - the sandbox Lua state: counting allocator, allowlisted
+ * environment, sticky (uncatchable) limits.
+ *
+ * Lifetime.  luaenv_new() runs once in the zygote; every worker inherits the
+ * state copy-on-write, calls luaenv_apply() with its job's limits, runs one
+ * chunk and _exits.  The state is never closed (finalizers would run with
+ * hooks off) and no Lua runs after the chunk returns: results and bindings
+ * are read raw from C.
+ *
+ * Environment (never luaL_openlibs).  base, string, table, math, coroutine,
+ * utf8 via luaL_requiref; `os` reduced to time, clock, date, difftime;
+ * no io, package, debug, require, dofile, loadfile, string.dump;
+ * registry._LOADED holds only the exposed tables; the string metatable is
+ * locked (__metatable = false).  Replaced functions:
+ *   load            text only (mode forced to "t") for strings and readers;
+ *                   a reader may deliver at most the string cap in total
+ *   pcall, xpcall   rethrow while a fatal limit is set; xpcall skips the
+ *                   user handler while fatal
+ *   coroutine.resume, coroutine.wrap   rethrow while fatal
+ *   setmetatable    refuses a metatable with a __gc field
+ *   collectgarbage  "count" is real; every other option returns 0
+ *   print           tostring semantics, tab separated, newline; each call
+ *                   is sent at once as CHAN_OUTPUT frames, up to
+ *                   max_output_bytes, then dropped (output_truncated)
+ *   string.rep, table.concat   pre-check the result size against the string
+ *                   cap and raise the catchable "resulting string too large"
+ *   unpack          alias of table.unpack (as in Legion)
+ *
+ * Limits.  All per-run state hangs off the allocator's ud (this struct), so
+ * any C function finds it with lua_getallocf().
+ *   heap      every byte the state holds is counted (`ptr ? osize : 0`, since
+ *             osize is a type tag for new objects); growth past max_heap is
+ *             refused; shrinks never fail.
+ *   string    a single new string (LUA_TSTRING allocation) longer than
+ *             string_cap = min(max_heap/2, 256 MiB) is refused; at the next
+ *             protected boundary the "not enough memory" error becomes the
+ *             catchable "resulting string too large".
+ *   reductions  a count hook, installed only when a budget (or a CPU budget)
+ *             is set; coroutines created afterwards inherit it.
+ * A refusal by the heap cap (LUA_ERRMEM, or the runtime error "not enough
+ * memory for buffer allocation" while the last refusal was a heap refusal),
+ * an exhausted instruction budget or CPU budget sets `fatal`.  From then on
+ * every protected boundary rethrows and the hook is re-armed with count 1,
+ * so no pcall, xpcall, coroutine or load reader can swallow the limit.  The
+ * top level classifies by luaenv_fatal(), never by message text.
+ */
+#ifndef SANDBOXD_LUAENV_H
+#define SANDBOXD_LUAENV_H
+
+#include <lua.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LUAENV_STRING_CAP_MAX ((size_t)256 << 20)  /* 256 MiB */
+#define LUAENV_EXIT_PANIC     122   /* _exit status after an unprotected error */
+
+enum luaenv_fatal {
+    LUAENV_FATAL_NONE = 0,
+    LUAENV_FATAL_MEMORY,
+    LUAENV_FATAL_REDUCTIONS,
+    LUAENV_FATAL_CPU,
+};
+
+/* What luaenv_catch() made of a caught error. */
+enum luaenv_caught {
+    LUAENV_CAUGHT_PLAIN = 0,    /* an ordinary error: the script may handle it */
+    LUAENV_CAUGHT_STRING,       /* the string cap: value is now "resulting string too large" */
+    LUAENV_CAUGHT_FATAL,        /* a sticky limit is set: rethrow / end the run */
+};
+
+struct luaenv_limits {
+    size_t   max_heap;          /* bytes; 0 = unlimited */
+    uint64_t max_reductions;    /* VM instructions; 0 = no budget */
+    uint64_t cpu_us;            /* process CPU time; 0 = not checked by the hook */
+    size_t   max_output_bytes;  /* print output forwarded before truncation */
+    int      output_fd;         /* channel for CHAN_OUTPUT; -1 = discard */
+};
+
+struct luaenv_stats {
+    uint64_t reductions;        /* instructions counted by the hook (0: no hook) */
+    size_t   heap_bytes;        /* current */
+    size_t   heap_peak_bytes;   /* since the last luaenv_apply() */
+    int      output_truncated;
+};
+
+struct luaenv {                 /* read by luaenv*.c only; others use the functions */
+    lua_State *L;
+    /* allocator */
+    size_t   used, peak;
+    size_t   max_heap;          /* 0 = unlimited */
+    size_t   string_cap;
+    int      last_refusal;      /* LUAENV_REFUSED_*, cleared by luaenv_catch() */
+    /* sticky limits */
+    int      fatal;             /* enum luaenv_fatal */
+    uint64_t max_reductions, reductions, cpu_us;
+    int      hook_period;       /* 0 = no hook installed */
+    unsigned hook_ticks;
+    /* print */
+    int      output_fd;
+    size_t   output_max, output_sent;
+    int      output_truncated;
+};
+
+enum { LUAENV_REFUSED_NONE = 0, LUAENV_REFUSED_HEAP, LUAENV_REFUSED_STRING };
+
+/* A new state with the sandbox environment and no limits.  NULL on failure.
+ * The caller owns it; it is never closed in a worker. */
+struct luaenv *luaenv_new(void);
+
+lua_State *luaenv_state(struct luaenv *e);
+
+/* The env of any thread of the state (the allocator's ud). */
+struct luaenv *luaenv_from(lua_State *L);
+
+/* Set the job's limits, reset counters and the peak, install the count hook
+ * on the main thread when a budget is set.  Call before any job code (tool
+ * tables, bindings, the chunk) so all of it is counted. */
+void luaenv_apply(struct luaenv *e, const struct luaenv_limits *lim);
+
+/* After the chunk has returned and before results are converted in C: lift
+ * the heap cap and remove the hook.  No Lua may run after this. */
+void luaenv_finish(struct luaenv *e);
+
+enum luaenv_fatal luaenv_fatal(const struct luaenv *e);
+void luaenv_stats(const struct luaenv *e, struct luaenv_stats *out);
+size_t luaenv_string_cap(const struct luaenv *e);
+
+/* The protected boundary.  A protected call (lua_pcall, lua_resume,
+ * lua_load) returned status with the error value on top of L.  Promotes
+ * memory errors to the fatal flag (or to the string error), clears the
+ * refusal record and says what the error is.  Never raises; may replace the
+ * value on top with a preallocated string. */
+enum luaenv_caught luaenv_catch(lua_State *L, int status);
+
+/* Raise again while fatal: re-arm the hook with count 1 on L and lua_error
+ * with the value on top.  Does not return. */
+int luaenv_rethrow(lua_State *L);
+
+/* The same test luaenv_catch() applies, without clearing anything, for
+ * message handlers that run before the stack unwinds: would the error value
+ * at idx be fatal?  Sets the fatal flag when it is. */
+int luaenv_is_fatal_error(lua_State *L, int idx);
+
+/* Output of print: send s[0..len) as CHAN_OUTPUT frames within the cap. */
+void luaenv_output(struct luaenv *e, const char *s, size_t len);
+
+/* Internal to luaenv*.c: install the replacement functions (luaenv_lib.c)
+ * into the globals at the top of the stack. */
+int luaenv_openlib(lua_State *L);
+
+#endif

@@ -1,0 +1,403 @@
+/*
+ * luaenv_lib.c - the replacement library functions of the sandbox (the
+ * list and their contracts are in luaenv.h).  Each protected boundary here
+ * (pcall, xpcall, coroutine.resume/wrap, load) passes what it caught through
+ * luaenv_catch() and rethrows while a fatal limit is set.
+ */
+#include "daemon/luaenv.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <stdint.h>
+#include <string.h>
+
+#define RESERVED_SLOT 5   /* load: keeps the reader's last piece alive */
+
+static int too_large(lua_State *L)
+{
+    return luaL_error(L, "resulting string too large");
+}
+
+/* Before building a result of about `need` bytes in a luaL_Buffer (which
+ * gets no emergency collection): collect first if it would not fit. */
+static void make_room(lua_State *L, size_t need)
+{
+    struct luaenv *e = luaenv_from(L);
+
+    if (e->max_heap != 0 && (need > e->max_heap || e->used > e->max_heap - need))
+        lua_gc(L, LUA_GCCOLLECT, 0);
+}
+
+/* Call the original function (upvalue 1) with this call's arguments. */
+static int call_original(lua_State *L)
+{
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+/* ---- pcall, xpcall ---- */
+
+static int finish_pcall(lua_State *L, int status, lua_KContext extra)
+{
+    if (status != LUA_OK && status != LUA_YIELD) {
+        if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL)
+            return luaenv_rethrow(L);
+        lua_pushboolean(L, 0);
+        lua_pushvalue(L, -2);
+        return 2;
+    }
+    return lua_gettop(L) - (int)extra;
+}
+
+static int sb_pcall(lua_State *L)
+{
+    int status;
+
+    luaL_checkany(L, 1);
+    lua_pushboolean(L, 1);
+    lua_insert(L, 1);
+    status = lua_pcallk(L, lua_gettop(L) - 2, LUA_MULTRET, 0, 0, finish_pcall);
+    return finish_pcall(L, status, 0);
+}
+
+/* Message handler of xpcall: the user's handler (upvalue 1) never sees a
+ * fatal error, so it cannot run code after a limit was hit. */
+static int xpcall_handler(lua_State *L)
+{
+    if (luaenv_is_fatal_error(L, 1))
+        return 1;
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+static int sb_xpcall(lua_State *L)
+{
+    int status, n = lua_gettop(L);
+
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, 2);
+    lua_pushcclosure(L, xpcall_handler, 1);
+    lua_replace(L, 2);          /* f, handler, args... */
+    lua_pushboolean(L, 1);
+    lua_pushvalue(L, 1);
+    lua_rotate(L, 3, 2);        /* f, handler, true, f, args... */
+    status = lua_pcallk(L, n - 2, LUA_MULTRET, 2, 2, finish_pcall);
+    return finish_pcall(L, status, 2);
+}
+
+/* ---- coroutine.resume, coroutine.wrap ---- */
+
+/* Resume co with narg arguments from L.  Returns the number of results moved
+ * to L, or -1 with an error value on top of L.  A fatal error is rethrown. */
+static int resume(lua_State *L, lua_State *co, int narg)
+{
+    int status, nres;
+
+    if (!lua_checkstack(co, narg)) {
+        lua_pushliteral(L, "too many arguments to resume");
+        return -1;
+    }
+    if (lua_status(co) == LUA_OK && lua_gettop(co) == 0) {
+        lua_pushliteral(L, "cannot resume dead coroutine");
+        return -1;
+    }
+    lua_xmove(L, co, narg);
+    status = lua_resume(co, L, narg);
+    if (status == LUA_OK || status == LUA_YIELD) {
+        nres = lua_gettop(co);
+        if (!lua_checkstack(L, nres + 1)) {
+            lua_pop(co, nres);
+            lua_pushliteral(L, "too many results to resume");
+            return -1;
+        }
+        lua_xmove(co, L, nres);
+        return nres;
+    }
+    lua_xmove(co, L, 1);
+    if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL)
+        luaenv_rethrow(L);
+    return -1;
+}
+
+static int sb_resume(lua_State *L)
+{
+    lua_State *co = lua_tothread(L, 1);
+    int r;
+
+    luaL_argcheck(L, co != NULL, 1, "coroutine expected");
+    r = resume(L, co, lua_gettop(L) - 1);
+    if (r < 0) {
+        lua_pushboolean(L, 0);
+        lua_insert(L, -2);
+        return 2;
+    }
+    lua_pushboolean(L, 1);
+    lua_insert(L, -(r + 1));
+    return r + 1;
+}
+
+static int wrap_call(lua_State *L)
+{
+    lua_State *co = lua_tothread(L, lua_upvalueindex(1));
+    int r = resume(L, co, lua_gettop(L));
+
+    if (r < 0) {
+        if (lua_type(L, -1) == LUA_TSTRING) {   /* add where the call was */
+            luaL_where(L, 1);
+            lua_insert(L, -2);
+            lua_concat(L, 2);
+        }
+        return lua_error(L);
+    }
+    return r;
+}
+
+static int sb_wrap(lua_State *L)
+{
+    lua_State *co;
+
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    co = lua_newthread(L);
+    lua_pushvalue(L, 1);
+    lua_xmove(L, co, 1);
+    lua_pushcclosure(L, wrap_call, 1);
+    return 1;
+}
+
+/* ---- load ---- */
+
+struct reader {
+    size_t total, cap;
+};
+
+/* Calls the function at index 1 for the next piece; pieces count against
+ * the string cap in total. */
+static const char *read_piece(lua_State *L, void *ud, size_t *size)
+{
+    struct reader *rd = ud;
+    const char *s;
+
+    luaL_checkstack(L, 2, "too many nested functions");
+    lua_pushvalue(L, 1);
+    lua_call(L, 0, 1);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        *size = 0;
+        return NULL;
+    }
+    if (!lua_isstring(L, -1))
+        luaL_error(L, "reader function must return a string");
+    s = lua_tolstring(L, -1, size);
+    if (*size > rd->cap - rd->total)
+        too_large(L);
+    rd->total += *size;
+    lua_replace(L, RESERVED_SLOT);
+    return s;
+}
+
+static int sb_load(lua_State *L)
+{
+    size_t len;
+    const char *s = lua_tolstring(L, 1, &len);
+    int env = lua_isnone(L, 4) ? 0 : 4;
+    int status;
+
+    if (s != NULL) {
+        const char *name = luaL_optstring(L, 2, s);
+        status = luaL_loadbufferx(L, s, len, name, "t");
+    } else {
+        const char *name = luaL_optstring(L, 2, "=(load)");
+        struct reader rd = {0, luaenv_string_cap(luaenv_from(L))};
+        luaL_checktype(L, 1, LUA_TFUNCTION);
+        lua_settop(L, RESERVED_SLOT);
+        status = lua_load(L, read_piece, &rd, name, "t");
+    }
+    if (status == LUA_OK) {
+        if (env != 0) {
+            lua_pushvalue(L, env);
+            if (!lua_setupvalue(L, -2, 1))
+                lua_pop(L, 1);
+        }
+        return 1;
+    }
+    if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL)
+        return luaenv_rethrow(L);
+    lua_pushnil(L);
+    lua_insert(L, -2);
+    return 2;
+}
+
+/* ---- setmetatable, collectgarbage, print ---- */
+
+static int sb_setmetatable(lua_State *L)
+{
+    int t = lua_type(L, 2);
+
+    luaL_checktype(L, 1, LUA_TTABLE);
+    luaL_argcheck(L, t == LUA_TNIL || t == LUA_TTABLE, 2, "nil or table expected");
+    /* Only a __gc present now marks the object for finalization (5.3), and
+     * finalizers run with hooks off: refuse it. */
+    if (t == LUA_TTABLE) {
+        lua_pushliteral(L, "__gc");
+        if (lua_rawget(L, 2) != LUA_TNIL)
+            return luaL_error(L, "__gc metamethods are not allowed");
+    }
+    lua_settop(L, 2);
+    if (luaL_getmetafield(L, 1, "__metatable") != LUA_TNIL)
+        return luaL_error(L, "cannot change a protected metatable");
+    lua_setmetatable(L, 1);
+    return 1;
+}
+
+static int sb_collectgarbage(lua_State *L)
+{
+    static const char *const opts[] = {"stop", "restart", "collect", "count", "step",
+                                       "setpause", "setstepmul", "isrunning", NULL};
+    int o = luaL_checkoption(L, 1, "collect", opts);
+
+    if (strcmp(opts[o], "count") == 0) {
+        int kb = lua_gc(L, LUA_GCCOUNT, 0), b = lua_gc(L, LUA_GCCOUNTB, 0);
+        lua_pushnumber(L, (lua_Number)kb + (lua_Number)b / 1024);
+        return 1;
+    }
+    lua_pushinteger(L, 0);
+    return 1;
+}
+
+static int sb_print(lua_State *L)
+{
+    struct luaenv *e = luaenv_from(L);
+    int i, n = lua_gettop(L);
+    luaL_Buffer b;
+    const char *s;
+    size_t len;
+
+    if (e->output_truncated)
+        return 0;               /* nothing more would be sent */
+    luaL_buffinit(L, &b);
+    for (i = 1; i <= n; i++) {
+        if (i > 1)
+            luaL_addchar(&b, '\t');
+        luaL_tolstring(L, i, NULL);
+        luaL_addvalue(&b);
+    }
+    luaL_addchar(&b, '\n');
+    luaL_pushresult(&b);
+    s = lua_tolstring(L, -1, &len);
+    luaenv_output(e, s, len);
+    return 0;
+}
+
+/* ---- string.rep, table.concat: size pre-checks ---- */
+
+static int sb_rep(lua_State *L)
+{
+    size_t l, lsep, n, total, cap = luaenv_string_cap(luaenv_from(L));
+    lua_Integer count;
+
+    luaL_checklstring(L, 1, &l);
+    count = luaL_checkinteger(L, 2);
+    luaL_optlstring(L, 3, "", &lsep);
+    if (count <= 0 || l + lsep == 0) {   /* also: no busy loop over "" */
+        lua_pushliteral(L, "");
+        return 1;
+    }
+    if ((uint64_t)count > SIZE_MAX)
+        return too_large(L);
+    n = (size_t)count;
+    /* total = l*n + lsep*(n-1), each step checked against the cap */
+    if (l > 0 && n > cap / l)
+        return too_large(L);
+    total = l * n;
+    if (lsep > 0 && n - 1 > (cap - total) / lsep)
+        return too_large(L);
+    total += lsep * (n - 1);
+    make_room(L, total * 2);    /* the buffer, then the string */
+    return call_original(L);
+}
+
+static int sb_concat(lua_State *L)
+{
+    size_t cap = luaenv_string_cap(luaenv_from(L)), total = 0, len, lsep;
+    lua_Integer i, last;
+    int t;
+
+    /* A plain table can be measured raw; with a metatable (__index, __len)
+     * the allocator's string cap is the guard. */
+    if (lua_type(L, 1) != LUA_TTABLE)
+        return call_original(L);
+    if (lua_getmetatable(L, 1)) {
+        lua_pop(L, 1);
+        return call_original(L);
+    }
+    luaL_optlstring(L, 2, "", &lsep);
+    i = luaL_optinteger(L, 3, 1);
+    last = lua_isnoneornil(L, 4) ? (lua_Integer)lua_rawlen(L, 1) : luaL_checkinteger(L, 4);
+    for (; i <= last; i++) {
+        t = lua_rawgeti(L, 1, i);
+        if (t != LUA_TSTRING && t != LUA_TNUMBER) {
+            lua_pop(L, 1);
+            break;              /* the original reports the bad value */
+        }
+        lua_tolstring(L, -1, &len);
+        lua_pop(L, 1);
+        if (len > cap - total)
+            return too_large(L);
+        total += len;
+        if (i == last)
+            break;
+        if (lsep > cap - total)
+            return too_large(L);
+        total += lsep;
+    }
+    make_room(L, total * 2);
+    return call_original(L);
+}
+
+/* ---- installation ---- */
+
+/* Replace tab[name] by a closure of f over the original value. */
+static void wrap_field(lua_State *L, int tab, const char *name, lua_CFunction f)
+{
+    lua_getfield(L, tab, name);
+    lua_pushcclosure(L, f, 1);
+    lua_setfield(L, tab, name);
+}
+
+int luaenv_openlib(lua_State *L)
+{
+    static const luaL_Reg base[] = {
+        {"load", sb_load},
+        {"pcall", sb_pcall},
+        {"xpcall", sb_xpcall},
+        {"setmetatable", sb_setmetatable},
+        {"collectgarbage", sb_collectgarbage},
+        {"print", sb_print},
+        {NULL, NULL},
+    };
+    int g = lua_gettop(L);
+
+    luaL_setfuncs(L, base, 0);
+
+    lua_getfield(L, g, LUA_COLIBNAME);
+    lua_pushcfunction(L, sb_resume);
+    lua_setfield(L, -2, "resume");
+    lua_pushcfunction(L, sb_wrap);
+    lua_setfield(L, -2, "wrap");
+    lua_pop(L, 1);
+
+    lua_getfield(L, g, LUA_STRLIBNAME);
+    wrap_field(L, lua_gettop(L), "rep", sb_rep);
+    lua_pop(L, 1);
+
+    lua_getfield(L, g, LUA_TABLIBNAME);
+    wrap_field(L, lua_gettop(L), "concat", sb_concat);
+    lua_getfield(L, -1, "unpack");
+    lua_setfield(L, g, "unpack");
+    lua_pop(L, 1);
+    return 0;
+}

@@ -1,0 +1,297 @@
+/*
+ * main.c - sandboxd: command line, configuration, signals, and the loop.
+ *
+ *   sandboxd [-c CONFIG] [-s SOCKET_PATH] [--check-config] [--version] [--help]
+ *
+ * The process stays in the foreground and logs to stderr.  Before any
+ * client I/O it starts the zygote (the same binary run as `--zygote`), which
+ * forks every worker.  Signals are loop events (ev_signal): SIGCHLD reaps,
+ * SIGHUP reloads the config file, SIGTERM/SIGINT stop gracefully.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "daemon/conn.h"
+#include "daemon/exec.h"
+#include "daemon/log.h"
+#include "daemon/notify.h"
+#include "daemon/sched.h"
+#include "daemon/server.h"
+#include "daemon/sup.h"
+#include "daemon/wproc.h"
+#include "daemon/zygote.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: sandboxd [-c CONFIG] [-s SOCKET_PATH] [--check-config] [--version] [--help]\n"
+            "\n"
+            "Run untrusted Lua 5.3 for agent frameworks over JSON-RPC 2.0 on a Unix socket.\n"
+            "\n"
+            "  -c, --config FILE     read FILE (default: built-in defaults, see sandboxd.conf)\n"
+            "  -s, --socket PATH     listen on PATH (overrides the config's socket)\n"
+            "      --check-config    validate the configuration, print \"configuration OK\", exit\n"
+            "      --version         print the version and exit\n"
+            "  -h, --help            this text\n"
+            "\n"
+            "Signals: SIGTERM/SIGINT stop gracefully, SIGHUP reloads CONFIG.\n");
+}
+
+static void print_config_error(void *ctx, const char *file, int line, const char *msg)
+{
+    (void)ctx;
+    if (line > 0)
+        fprintf(stderr, "%s:%d: %s\n", file, line, msg);
+    else
+        fprintf(stderr, "%s: %s\n", file, msg);
+}
+
+static void log_config_error(void *ctx, const char *file, int line, const char *msg)
+{
+    (void)ctx;
+    log_err("%s:%d: %s", file, line, msg);
+}
+
+/* ------------------------------------------------------------------ */
+/* signals                                                             */
+
+static void sigchld_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    (void)loop; (void)revents;
+    sched_reap(w->data);
+}
+
+static void reload(struct sup *s)
+{
+    struct config next;
+
+    if (!s->config_path) {
+        log_notice("SIGHUP: no config file (built-in defaults); nothing to reload");
+        return;
+    }
+    notify_send("RELOADING=1");
+    config_defaults(&next);
+    if (config_load(&next, s->config_path, log_config_error, NULL) != 0) {
+        log_err("SIGHUP: %s has errors; keeping the running configuration", s->config_path);
+        config_free(&next);
+        notify_send("READY=1");
+        return;
+    }
+    /* The socket and worker identity are fixed at start; the rest applies to
+     * new requests.  Running executions keep the limits they started with. */
+    config_free(&s->cfg);
+    s->cfg = next;
+    log_set_level(s->cfg.log_level);
+    log_notice("SIGHUP: configuration reloaded from %s", s->config_path);
+    notify_send("READY=1");
+    sched_pump(s);
+}
+
+static void sighup_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    (void)loop; (void)revents;
+    reload(w->data);
+}
+
+static int open_execs(struct sup *s)
+{
+    return list_empty(&s->workers) && s->queued == 0 && s->n_starting == 0 ? 0 : 1;
+}
+
+/* Answer everything still open with `cancelled` and kill every worker. */
+static void abort_all(struct sup *s, const char *why)
+{
+    struct list_head *cp, *ct, *ep, *et, *wp, *wt;
+
+    list_for_each_safe(cp, ct, &s->conns) {
+        struct conn *c = list_entry(cp, struct conn, node);
+        list_for_each_safe(ep, et, &c->execs)
+            exec_abort(list_entry(ep, struct exec, conn_node), why);
+    }
+    list_for_each_safe(wp, wt, &s->workers)
+        wproc_kill(list_entry(wp, struct wproc, node));
+}
+
+static void grace_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    struct sup *s = t->data;
+    (void)revents;
+
+    if (ev_now(loop) - s->grace_start >= (double)s->cfg.shutdown_grace_ms / 1e3)
+        abort_all(s, "the daemon is shutting down");
+    if (!open_execs(s)) {
+        ev_break(loop, EVBREAK_ALL);
+        return;
+    }
+    ev_timer_set(t, 0.02, 0.);
+    ev_timer_start(loop, t);
+}
+
+static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+    struct sup *s = w->data;
+    struct list_head *cp, *ct, *ep, *et;
+    (void)revents;
+
+    if (s->stopping) {
+        log_notice("second stop signal: ending now");
+        abort_all(s, "the daemon is shutting down");
+        ev_break(loop, EVBREAK_ALL);
+        return;
+    }
+    s->stopping = 1;
+    notify_send("STOPPING=1");
+    log_notice("stopping: no new connections; %u ms for running executions",
+               s->cfg.shutdown_grace_ms);
+    server_close(s);
+    /* queued work will not get a worker any more */
+    list_for_each_safe(cp, ct, &s->conns) {
+        struct conn *c = list_entry(cp, struct conn, node);
+        list_for_each_safe(ep, et, &c->execs) {
+            struct exec *e = list_entry(ep, struct exec, conn_node);
+            if (e->state == ST_QUEUED)
+                exec_abort(e, "the daemon is shutting down");
+        }
+    }
+    s->grace_start = ev_now(loop);
+    ev_timer_init(&s->grace, grace_cb, 0., 0.);
+    s->grace.data = s;
+    grace_cb(loop, &s->grace, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* start and stop                                                      */
+
+/* Best effort: give each connection's answers a moment to leave. */
+static void flush_connections(struct sup *s)
+{
+    struct list_head *cp, *ct;
+
+    for (int round = 0; round < 50; round++) {
+        int waiting = 0;
+        ev_run(s->loop, EVRUN_NOWAIT);
+        list_for_each_safe(cp, ct, &s->conns) {
+            struct conn *c = list_entry(cp, struct conn, node);
+            if (c->out_pos < c->out_len)
+                waiting = 1;
+        }
+        if (!waiting)
+            break;
+        usleep(2000);
+    }
+}
+
+static void teardown(struct sup *s)
+{
+    struct list_head *cp, *ct;
+
+    abort_all(s, "the daemon is shutting down");
+    flush_connections(s);
+    zygote_stop(s);
+    while (!list_empty(&s->workers)) {          /* every worker is SIGKILLed */
+        struct wproc *w = list_first(&s->workers, struct wproc, node);
+        int status = 0;
+        wproc_kill(w);
+        if (waitpid(w->pid, &status, 0) < 0 && errno != EINTR)
+            status = 0;
+        wproc_exited(w, status, 0);
+    }
+    list_for_each_safe(cp, ct, &s->conns)
+        conn_close(list_entry(cp, struct conn, node));
+    server_close(s);
+    free(s->socket_path);
+    config_free(&s->cfg);
+    ev_loop_destroy(s->loop);
+}
+
+static void signal_watch(struct sup *s, ev_signal *w, void (*cb)(struct ev_loop *, ev_signal *, int),
+                         int sig)
+{
+    ev_signal_init(w, cb, sig);
+    w->data = s;
+    ev_signal_start(s->loop, w);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "socket", required_argument, NULL, 's' },
+        { "check-config", no_argument, NULL, 'C' },
+        { "version", no_argument, NULL, 'V' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    struct sup sup = { 0 }, *s = &sup;
+    char self[PATH_MAX];
+    ssize_t n;
+    int ch, check_only = 0;
+
+    if (argc > 1 && strcmp(argv[1], "--zygote") == 0)
+        zygote_main(argc, argv);
+    while ((ch = getopt_long(argc, argv, "c:s:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'c': s->config_path = optarg; break;
+        case 's': s->socket_override = optarg; break;
+        case 'C': check_only = 1; break;
+        case 'V': printf("sandboxd %s (protocol %d)\n", SANDBOXD_VERSION, SANDBOXD_PROTOCOL); return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    config_defaults(&s->cfg);
+    if (s->config_path && config_load(&s->cfg, s->config_path, print_config_error, NULL) != 0) {
+        config_free(&s->cfg);
+        return 1;
+    }
+    if (check_only) {
+        printf("configuration OK\n");
+        config_free(&s->cfg);
+        return 0;
+    }
+    log_set_level(s->cfg.log_level);
+    if ((n = readlink("/proc/self/exe", self, sizeof self - 1)) < 0) {
+        log_err("readlink /proc/self/exe: %s", strerror(errno));
+        return 1;
+    }
+    self[n] = '\0';
+    s->self_exe = self;
+    signal(SIGPIPE, SIG_IGN);
+    s->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_SIGNALFD);
+    s->listen_fd = s->zygote_fd = -1;
+    list_init(&s->idle);
+    list_init(&s->starting);
+    list_init(&s->rr);
+    list_init(&s->workers);
+    list_init(&s->conns);
+    list_init(&s->doomed);
+    /* SIGCHLD is watched before the zygote exists, so no exit is missed. */
+    signal_watch(s, &s->sig_chld, sigchld_cb, SIGCHLD);
+    signal_watch(s, &s->sig_term, stop_cb, SIGTERM);
+    signal_watch(s, &s->sig_int, stop_cb, SIGINT);
+    signal_watch(s, &s->sig_hup, sighup_cb, SIGHUP);
+    if (zygote_start(s) < 0 ||
+        server_listen(s, s->socket_override ? s->socket_override : s->cfg.socket) < 0) {
+        teardown(s);
+        return 1;
+    }
+    log_notice("sandboxd %s listening on %s (max_workers %u, pool %u)", SANDBOXD_VERSION,
+               s->socket_path, s->cfg.max_workers, s->cfg.pool_size);
+    sched_pump(s);              /* fill the warm pool */
+    notify_send("READY=1");
+    ev_run(s->loop, 0);
+    teardown(s);
+    log_notice("stopped");
+    return 0;
+}

@@ -1,0 +1,336 @@
+/*
+ * methods.c - the JSON-RPC methods a client may call, and their parameter
+ * checks.  Everything here runs in the supervisor and never touches Lua:
+ * code is only measured, never parsed (check and execute both go to a
+ * worker).  See methods.h.
+ */
+#include "daemon/methods.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/conn.h"
+#include "daemon/exec.h"
+#include "daemon/log.h"
+#include "daemon/prompt.h"
+#include "daemon/sched.h"
+#include "daemon/sup.h"
+#include "proto/bindings.h"
+#include "proto/jsonrpc.h"
+
+#define MAX_TOOLS      256
+#define MAX_FUNCTIONS  256
+#define MAX_NAME       128
+#define MAX_ARITY      250
+
+/* Globals the sandbox defines and Lua's reserved words: a tool may not take
+ * these names (it would replace part of the environment).  Keep in step with
+ * daemon/luaenv.c. */
+static const char *const reserved[] = {
+    "_G", "_ENV", "_VERSION", "assert", "collectgarbage", "error", "getmetatable", "ipairs",
+    "load", "next", "pairs", "pcall", "print", "rawequal", "rawget", "rawlen", "rawset",
+    "select", "setmetatable", "tonumber", "tostring", "type", "xpcall", "unpack",
+    "string", "table", "math", "utf8", "coroutine", "os",
+    "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
+    "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while",
+    NULL,
+};
+
+static int is_identifier(const char *s)
+{
+    size_t i, n = strlen(s);
+
+    if (n == 0 || n > MAX_NAME || (s[0] >= '0' && s[0] <= '9'))
+        return 0;
+    for (i = 0; i < n; i++) {
+        char ch = s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+              (ch >= '0' && ch <= '9') || ch == '_'))
+            return 0;
+    }
+    return 1;
+}
+
+static int is_reserved(const char *s)
+{
+    for (size_t i = 0; reserved[i]; i++)
+        if (strcmp(s, reserved[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Normalise one entry of `functions` into {"name": .., "arities": [..]?}.
+ * Returns a new reference or NULL with errbuf set. */
+static json_t *norm_function(const char *tool, const json_t *f, char *err, size_t errlen)
+{
+    const char *name;
+    const json_t *ar = NULL, *a;
+    json_t *out;
+    size_t i;
+
+    if (json_is_string(f)) {
+        name = json_string_value(f);
+    } else if (json_is_object(f) && json_is_string(json_object_get(f, "name"))) {
+        name = json_string_value(json_object_get(f, "name"));
+        ar = json_object_get(f, "arities");
+    } else {
+        snprintf(err, errlen, "tools[%s].functions: each entry must be a name or {\"name\": ..}", tool);
+        return NULL;
+    }
+    if (!is_identifier(name) || strcmp(name, "__module") == 0) {
+        snprintf(err, errlen, "tool %s: function name '%.64s' is not a Lua identifier", tool, name);
+        return NULL;
+    }
+    if (ar && !json_is_null(ar)) {
+        if (!json_is_array(ar) || json_array_size(ar) == 0 || json_array_size(ar) > 16) {
+            snprintf(err, errlen, "%s.%s: arities must be a non-empty array of integers", tool, name);
+            return NULL;
+        }
+        json_array_foreach(ar, i, a) {
+            if (!json_is_integer(a) || json_integer_value(a) < 0 ||
+                json_integer_value(a) > MAX_ARITY) {
+                snprintf(err, errlen, "%s.%s: arities must be integers from 0 to %d", tool, name,
+                         MAX_ARITY);
+                return NULL;
+            }
+        }
+        return json_pack("{s:s,s:O}", "name", name, "arities", ar);
+    }
+    out = json_pack("{s:s}", "name", name);
+    return out;
+}
+
+/* Validate and normalise `tools` (may be NULL).  Returns a new array or NULL
+ * with errbuf set. */
+static json_t *norm_tools(const json_t *tools, char *err, size_t errlen)
+{
+    json_t *out = json_array(), *t, *f, *fns;
+    size_t i, j, k;
+
+    if (!tools || json_is_null(tools))
+        return out;
+    if (!json_is_array(tools) || json_array_size(tools) > MAX_TOOLS) {
+        snprintf(err, errlen, "tools must be an array of at most %d tools", MAX_TOOLS);
+        goto fail;
+    }
+    json_array_foreach(tools, i, t) {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        const json_t *module = json_object_get(t, "module");
+        const json_t *functions = json_object_get(t, "functions");
+        json_t *tool;
+
+        if (!json_is_object(t) || !name) {
+            snprintf(err, errlen, "tools[%zu] must be an object with a string \"name\"", i);
+            goto fail;
+        }
+        if (!is_identifier(name) || is_reserved(name)) {
+            snprintf(err, errlen, "tool name '%.64s' is not a free Lua identifier", name);
+            goto fail;
+        }
+        if (module && !json_is_null(module) && !json_is_string(module)) {
+            snprintf(err, errlen, "tool %s: module must be a string", name);
+            goto fail;
+        }
+        if (functions && !json_is_null(functions) &&
+            (!json_is_array(functions) || json_array_size(functions) > MAX_FUNCTIONS)) {
+            snprintf(err, errlen, "tool %s: functions must be an array of at most %d entries",
+                     name, MAX_FUNCTIONS);
+            goto fail;
+        }
+        json_array_foreach(out, j, f) {
+            if (strcmp(json_string_value(json_object_get(f, "name")), name) == 0) {
+                snprintf(err, errlen, "tool %s is declared twice", name);
+                goto fail;
+            }
+        }
+        fns = json_array();
+        tool = json_pack("{s:s,s:s,s:o}", "name", name, "module",
+                         json_is_string(module) ? json_string_value(module) : name,
+                         "functions", fns);
+        json_array_append_new(out, tool);
+        json_array_foreach(functions, j, f) {
+            json_t *nf = norm_function(name, f, err, errlen), *g;
+            if (!nf)
+                goto fail;
+            json_array_foreach(fns, k, g) {
+                if (json_equal(json_object_get(g, "name"), json_object_get(nf, "name"))) {
+                    json_decref(nf);
+                    snprintf(err, errlen, "tool %s: function declared twice", name);
+                    goto fail;
+                }
+            }
+            json_array_append_new(fns, nf);
+        }
+    }
+    return out;
+fail:
+    json_decref(out);
+    return NULL;
+}
+
+/* Limits as the worker sees them: integers, null for infinity. */
+static json_t *job_limits(const struct sup *s, const struct limits *l)
+{
+    return json_pack("{s:o,s:o,s:I,s:I,s:I}",
+                     "max_heap", l->max_heap == LIMIT_INF ? json_null() :
+                                 json_integer((json_int_t)l->max_heap),
+                     "max_reductions", l->max_reductions == LIMIT_INF ? json_null() :
+                                       json_integer((json_int_t)l->max_reductions),
+                     "max_output_bytes", (json_int_t)l->max_output_bytes,
+                     "max_bindings_bytes", (json_int_t)l->max_bindings_bytes,
+                     "max_result_bytes", (json_int_t)s->cfg.max_message_bytes);
+}
+
+/* execute and check share everything up to the job. */
+static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
+{
+    struct sup *s = c->sup;
+    const json_t *p = m->params;
+    const json_t *code = json_object_get(p, "code");
+    const json_t *bindings = json_object_get(p, "bindings");
+    json_t *tools, *job;
+    struct limits lim;
+    char err[256];
+    int rc;
+    struct exec *e;
+
+    if (p && !json_is_object(p)) {
+        conn_send_error(c, m->id, "invalid_params", NULL, "params must be an object");
+        return;
+    }
+    if (!json_is_string(code)) {
+        conn_send_error(c, m->id, "invalid_params", NULL, "params.code must be a string");
+        return;
+    }
+    if (json_string_length(code) > s->cfg.max_code_bytes) {
+        conn_send_error(c, m->id, "code_too_large", NULL,
+                        "code exceeds maximum size of %zu bytes", s->cfg.max_code_bytes);
+        return;
+    }
+    if (exec_find(c, m->id)) {
+        conn_send_error(c, m->id, "invalid_request", NULL,
+                        "a request with this id is still running on this connection");
+        return;
+    }
+    if (!(tools = norm_tools(json_object_get(p, "tools"), err, sizeof err))) {
+        conn_send_error(c, m->id, "invalid_params", NULL, "%s", err);
+        return;
+    }
+    if (bindings && !json_is_null(bindings) && !json_is_array(bindings)) {
+        json_decref(tools);
+        conn_send_error(c, m->id, "invalid_params", NULL,
+                        "params.bindings must be the array returned by an earlier execute");
+        return;
+    }
+    if ((rc = limits_resolve(&s->cfg, p, &lim, err, sizeof err)) != 0) {
+        json_decref(tools);
+        conn_send_error(c, m->id, rc == ERANGE ? "limit_out_of_range" : "invalid_params", NULL,
+                        "%s", err);
+        return;
+    }
+    if (op == OP_CHECK)
+        job = json_pack("{s:s,s:O,s:o}", "op", "check", "code", code,
+                        "limits", job_limits(s, &lim));
+    else
+        job = json_pack("{s:s,s:O,s:O,s:o,s:o}", "op", "execute", "code", code,
+                        "tools", tools, "bindings", json_is_array(bindings) ? bindings : json_array(),
+                        "limits", job_limits(s, &lim));
+    if (!job || !(e = exec_new(c, op, m->id, job, tools, &lim))) {
+        conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
+        return;
+    }
+    sched_submit(e);
+}
+
+static void m_binding_names(struct conn *c, const struct rpc_msg *m)
+{
+    const json_t *b = json_object_get(m->params, "bindings");
+    const char *err = NULL;
+    json_t *names;
+
+    if (!b || json_is_null(b)) {
+        conn_send_error(c, m->id, "invalid_params", NULL, "params.bindings is required");
+        return;
+    }
+    if (!(names = bindings_names(b, &err))) {
+        conn_send_error(c, m->id, "invalid_params", NULL, "bindings: %s", err ? err : "malformed");
+        return;
+    }
+    json_t *reply = rpc_result_new(m->id, names);
+    conn_send(c, reply);
+    json_decref(reply);
+}
+
+static json_t *describe_new(const struct sup *s)
+{
+    return json_pack("{s:s,s:s,s:i,s:[ssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I}}",
+                     "name", "sandboxd", "version", SANDBOXD_VERSION,
+                     "protocol_version", SANDBOXD_PROTOCOL,
+                     "methods", "execute", "check", "binding_names", "prompt_info", "ping", "describe",
+                     "defaults", limits_to_json(&s->cfg.defaults),
+                     "maximums", limits_to_json(&s->cfg.ceilings),
+                     "daemon",
+                     "max_workers", (json_int_t)s->cfg.max_workers,
+                     "max_queue", (json_int_t)s->cfg.max_queue,
+                     "pool_size", (json_int_t)s->cfg.pool_size,
+                     "max_message_bytes", (json_int_t)s->cfg.max_message_bytes,
+                     "max_code_bytes", (json_int_t)s->cfg.max_code_bytes,
+                     "state",
+                     "workers", (json_int_t)s->procs, "idle_workers", (json_int_t)s->n_idle,
+                     "queued", (json_int_t)s->queued, "connections",
+                     (json_int_t)s->next_conn_id);
+}
+
+void methods_request(struct conn *c, const struct rpc_msg *m)
+{
+    const char *name = m->method;
+    json_t *result = NULL, *reply;
+
+    if (strcmp(name, "execute") == 0) {
+        m_run(c, m, OP_EXECUTE);
+        return;
+    }
+    if (strcmp(name, "check") == 0) {
+        m_run(c, m, OP_CHECK);
+        return;
+    }
+    if (strcmp(name, "binding_names") == 0) {
+        m_binding_names(c, m);
+        return;
+    }
+    if (strcmp(name, "prompt_info") == 0)
+        result = prompt_info_new();
+    else if (strcmp(name, "ping") == 0)
+        result = json_object();
+    else if (strcmp(name, "describe") == 0)
+        result = describe_new(c->sup);
+    else {
+        conn_send_error(c, m->id, "method_not_found", NULL, "method '%.64s' not found", name);
+        return;
+    }
+    if (!result) {
+        conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
+        return;
+    }
+    reply = rpc_result_new(m->id, result);
+    conn_send(c, reply);
+    json_decref(reply);
+}
+
+void methods_notification(struct conn *c, const struct rpc_msg *m)
+{
+    struct exec *e;
+    const json_t *id;
+
+    if (strcmp(m->method, "$/cancelRequest") != 0) {
+        log_debug("conn=%llu: ignoring notification %.64s", (unsigned long long)c->id, m->method);
+        return;
+    }
+    id = json_object_get(m->params, "id");
+    if (!id || !(e = exec_find(c, id))) {
+        log_debug("conn=%llu: cancel for an unknown id", (unsigned long long)c->id);
+        return;
+    }
+    exec_event(e, XE_CANCEL, NULL);
+}

@@ -1,0 +1,21 @@
+/*
+ * methods.h - dispatch of client requests and notifications.
+ *
+ * Contract: methods_request() answers every request exactly once, either
+ * now (ping, describe, prompt_info, binding_names, every parameter error,
+ * busy) or later through the execution it creates (execute, check).
+ * methods_notification() never answers; it knows `$/cancelRequest` and
+ * ignores the rest.  Parameters are validated fully here, in the
+ * supervisor, before any worker is involved; the code itself is only
+ * measured (max_code_bytes), never parsed.
+ */
+#ifndef SANDBOXD_METHODS_H
+#define SANDBOXD_METHODS_H
+
+struct conn;
+struct rpc_msg;
+
+void methods_request(struct conn *c, const struct rpc_msg *m);
+void methods_notification(struct conn *c, const struct rpc_msg *m);
+
+#endif

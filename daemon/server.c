@@ -1,0 +1,221 @@
+/*
+ * server.c - the listening socket: create or inherit, accept, authorise.
+ * See server.h.
+ */
+#include "daemon/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon/conn.h"
+#include "daemon/log.h"
+#include "daemon/sup.h"
+
+#define SD_LISTEN_FDS_START 3
+
+static int peer_allowed(const struct sup *s, uid_t uid, gid_t gid)
+{
+    size_t i;
+
+    if (s->cfg.n_allow_uids == 0 && s->cfg.n_allow_gids == 0)
+        return 1;
+    for (i = 0; i < s->cfg.n_allow_uids; i++)
+        if (s->cfg.allow_uids[i] == uid)
+            return 1;
+    for (i = 0; i < s->cfg.n_allow_gids; i++)
+        if (s->cfg.allow_gids[i] == gid)
+            return 1;
+    return 0;
+}
+
+static void accept_pause_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    struct sup *s = t->data;
+    (void)revents;
+    if (s->listen_fd >= 0)
+        ev_io_start(loop, &s->accept_io);
+}
+
+static void accept_cb(struct ev_loop *loop, ev_io *io, int revents)
+{
+    struct sup *s = io->data;
+    (void)revents;
+
+    for (int burst = 0; burst < 64; burst++) {
+        struct ucred cred;
+        socklen_t len = sizeof cred;
+        struct conn *c;
+        int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* Out of descriptors: stop accepting for a moment rather
+                 * than spin on a listener that stays readable. */
+                log_warn("accept: %s; pausing for 100 ms", strerror(errno));
+                ev_io_stop(loop, io);
+                ev_timer_set(&s->accept_pause, 0.1, 0.);
+                ev_timer_start(loop, &s->accept_pause);
+            }
+            return;
+        }
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+            log_warn("SO_PEERCRED: %s", strerror(errno));
+            close(fd);
+            continue;
+        }
+        if (!(c = conn_new(s, fd)))
+            continue;
+        c->peer_pid = cred.pid;
+        c->peer_uid = cred.uid;
+        c->peer_gid = cred.gid;
+        if (!peer_allowed(s, cred.uid, cred.gid)) {
+            log_notice("refused peer uid=%u gid=%u pid=%d", (unsigned)cred.uid,
+                       (unsigned)cred.gid, (int)cred.pid);
+            conn_send_error(c, NULL, "forbidden", NULL,
+                            "this peer (uid %u, gid %u) may not use sandboxd",
+                            (unsigned)cred.uid, (unsigned)cred.gid);
+            conn_close_after_flush(c);
+            continue;
+        }
+        log_debug("conn=%llu from uid=%u gid=%u pid=%d", (unsigned long long)c->id,
+                  (unsigned)cred.uid, (unsigned)cred.gid, (int)cred.pid);
+    }
+}
+
+/* systemd socket activation, without libsystemd. */
+static int inherited_socket(void)
+{
+    const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+    int fd = SD_LISTEN_FDS_START;
+
+    if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid() || strtol(fds, NULL, 10) < 1)
+        return -1;
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    return fd;
+}
+
+/* Is something alive behind the socket file at addr? */
+static int socket_in_use(const struct sockaddr_un *addr)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), live;
+
+    if (fd < 0)
+        return 0;
+    live = connect(fd, (const struct sockaddr *)addr, sizeof *addr) == 0;
+    close(fd);
+    return live;
+}
+
+static void make_parent_dir(const char *path)
+{
+    char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    char *slash;
+
+    snprintf(dir, sizeof dir, "%s", path);
+    if (!(slash = strrchr(dir, '/')) || slash == dir)
+        return;
+    *slash = '\0';
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        log_warn("mkdir %s: %s", dir, strerror(errno));
+}
+
+static int create_socket(struct sup *s, const char *path)
+{
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    struct stat st;
+    int fd = -1;
+    mode_t old;
+
+    if (strlen(path) >= sizeof addr.sun_path) {
+        log_err("socket path too long: %s", path);
+        return -1;
+    }
+    strcpy(addr.sun_path, path);
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            log_err("%s exists and is not a socket", path);
+            return -1;
+        }
+        if (socket_in_use(&addr)) {
+            log_err("%s: another daemon is already listening there", path);
+            return -1;
+        }
+        unlink(path);           /* stale: its daemon is gone */
+    }
+    make_parent_dir(path);
+    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0)
+        goto fail;
+    old = umask(0177);          /* never world-accessible, even for a moment */
+    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        umask(old);
+        goto fail;
+    }
+    umask(old);
+    s->socket_owned = 1;
+    if (chmod(path, s->cfg.socket_mode) != 0)
+        log_warn("chmod %s: %s", path, strerror(errno));
+    if (s->cfg.socket_group && *s->cfg.socket_group) {
+        struct group *gr = getgrnam(s->cfg.socket_group);
+        if (!gr || chown(path, (uid_t)-1, gr->gr_gid) != 0)
+            log_warn("socket group %s: %s", s->cfg.socket_group,
+                     gr ? strerror(errno) : "no such group");
+    }
+    if (listen(fd, 256) != 0)
+        goto fail;
+    return fd;
+fail:
+    log_err("%s: %s", path, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    if (s->socket_owned)
+        unlink(path);
+    s->socket_owned = 0;
+    return -1;
+}
+
+int server_listen(struct sup *s, const char *path)
+{
+    int fd = inherited_socket();
+
+    if (fd < 0)
+        fd = create_socket(s, path);
+    else
+        log_info("using the socket passed by systemd");
+    if (fd < 0)
+        return -1;
+    s->listen_fd = fd;
+    s->socket_path = strdup(path);
+    ev_io_init(&s->accept_io, accept_cb, fd, EV_READ);
+    s->accept_io.data = s;
+    ev_timer_init(&s->accept_pause, accept_pause_cb, 0., 0.);
+    s->accept_pause.data = s;
+    ev_io_start(s->loop, &s->accept_io);
+    return 0;
+}
+
+void server_close(struct sup *s)
+{
+    if (s->listen_fd < 0)
+        return;
+    ev_io_stop(s->loop, &s->accept_io);
+    ev_timer_stop(s->loop, &s->accept_pause);
+    close(s->listen_fd);
+    s->listen_fd = -1;
+    if (s->socket_owned && s->socket_path)
+        unlink(s->socket_path);
+    s->socket_owned = 0;
+}

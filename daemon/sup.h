@@ -1,0 +1,72 @@
+/*
+ * sup.h - the supervisor context: the one object that owns everything the
+ * daemon holds (the loop, the config, the listener, the zygote, every
+ * connection, execution and worker process).  There are no other mutable
+ * globals except the logger.
+ *
+ * Counting rules (the scheduler's invariants, see exec.c):
+ *   procs    = live worker processes + spawn requests not yet answered;
+ *              never above cfg.max_workers.
+ *   idle     = workers in the warm pool, not yet given a job.
+ *   pending  = spawn requests the zygote has not answered.
+ *   starting = executions in STARTING, each waiting for the next worker.
+ *   queued   = executions in QUEUED, across all connections.
+ */
+#ifndef SANDBOXD_SUP_H
+#define SANDBOXD_SUP_H
+
+#include <ev.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon/list.h"
+#include "policy/config.h"
+
+struct sup {
+    struct ev_loop *loop;
+    struct config   cfg;          /* current config; reload replaces it */
+    const char     *config_path;  /* borrowed from argv; NULL: built-in defaults */
+    const char     *socket_override; /* -s, borrowed from argv */
+    const char     *self_exe;     /* for exec'ing the zygote */
+
+    /* listener */
+    int      listen_fd;
+    int      socket_owned;        /* we created the file: unlink at exit */
+    char    *socket_path;         /* owned */
+    ev_io    accept_io;
+    ev_timer accept_pause;
+
+    /* zygote */
+    pid_t    zygote_pid;
+    int      zygote_fd;
+    ev_io    zygote_io;
+    unsigned zygote_restarts;
+    ev_tstamp zygote_started;
+
+    /* scheduling (see header comment) */
+    unsigned procs, pending, queued;
+    unsigned n_idle, n_starting;
+    pid_t    reaped_unknown[64]; /* exited before the zygote's hand-over was read */
+    int      reaped_status[64];
+    unsigned reaped_next;
+    struct list_head idle;        /* struct wproc, warm pool */
+    struct list_head starting;    /* struct exec, FIFO */
+    struct list_head rr;          /* struct conn with queued executions, round-robin */
+    struct list_head workers;     /* every struct wproc not yet reaped */
+    struct list_head conns;       /* every struct conn */
+    struct list_head doomed;      /* struct conn closing at the next iteration */
+    ev_prepare doomed_prep;
+    uint64_t next_conn_id;
+
+    uint64_t next_exec_seq;
+    int      stopping;
+    ev_timer grace;
+    ev_tstamp grace_start;
+    ev_signal sig_chld, sig_term, sig_int, sig_hup;
+};
+
+/* The version string and protocol version reported by describe/--version. */
+#define SANDBOXD_VERSION  "0.1.0"
+#define SANDBOXD_PROTOCOL 1
+
+#endif

@@ -1,0 +1,644 @@
+/*
+ * worker.c - one job in one process (contract: worker.h; payloads:
+ * docs/architecture.md, "Channel").
+ *
+ * Shape: worker_run() reads and parses the JOB in C, applies the limits,
+ * then runs job_main() under lua_pcall: tool tables, baseline, bindings,
+ * compile, the chunk (a nested lua_pcall with a C message handler), and the
+ * conversion of results and bindings.  job_main() leaves the end frame in
+ * struct job; anything that escapes it (a memory error while building tool
+ * tables or restoring bindings) is classified by worker_run().  Then one
+ * frame is sent and the process _exits.  No stdio: after containment only
+ * read/write on the channel, memory and clock syscalls are allowed.
+ */
+#include "daemon/worker.h"
+
+#include <jansson.h>
+#include <lauxlib.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/luaenv.h"
+#include "proto/bindings.h"
+#include "proto/chan.h"
+#include "proto/codec.h"
+
+#define JOB_MAX_BYTES       ((size_t)64 << 20)
+#define TOOL_RESULT_MAX     ((size_t)64 << 20)
+#define TEXT_MAX            8192            /* messages and tracebacks */
+#define DEFAULT_OUTPUT      ((size_t)1 << 20)
+#define DEFAULT_RESULT      ((size_t)16 << 20)
+#define DEFAULT_BINDINGS    ((size_t)10000000)
+#define JSONBOX             "sandboxd.jsonbox"
+
+#define SYNTAX_HINT "Note: a bare expression is not a valid Lua statement - " \
+                    "to produce a value, write `return <expression>`."
+
+struct job {
+    struct luaenv *env;
+    int            fd;
+    json_t        *spec;            /* the JOB payload (owned) */
+    int            check;           /* op "check" */
+    size_t         max_result, max_bindings;
+    /* the end frame, built by job_main() */
+    uint32_t       end_type;        /* 0 until decided */
+    json_t        *end;             /* owned */
+    int            line;            /* innermost "input" frame of an error, 0 unknown */
+    json_t        *traceback;       /* owned, NULL if none */
+};
+
+static uint64_t cpu_us(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* ---- end frames ---- */
+
+static void end_error(struct job *job, const char *kind, const char *msg, size_t len)
+{
+    if (job->end != NULL)
+        json_decref(job->end);
+    job->end_type = CHAN_ERROR;
+    job->end = json_object();
+    if (job->end == NULL)
+        return;
+    json_object_set_new(job->end, "kind", json_string(kind));
+    json_object_set_new(job->end, "message", codec_string_new(msg, len < TEXT_MAX ? len : TEXT_MAX));
+}
+
+static void end_errorf(struct job *job, const char *kind, const char *msg)
+{
+    end_error(job, kind, msg, strlen(msg));
+}
+
+static void end_fatal(struct job *job)
+{
+    struct luaenv_stats st;
+    char buf[160];
+
+    luaenv_stats(job->env, &st);
+    switch (luaenv_fatal(job->env)) {
+    case LUAENV_FATAL_REDUCTIONS:
+        snprintf(buf, sizeof buf, "evaluation exceeded the reduction (CPU) limit after ~%llu "
+                 "reductions and was killed", (unsigned long long)st.reductions);
+        end_errorf(job, "reductions_limit", buf);
+        break;
+    case LUAENV_FATAL_CPU:
+        end_errorf(job, "cpu_limit", "evaluation exceeded the CPU time limit and was killed");
+        break;
+    default:
+        end_errorf(job, "memory_limit", "evaluation exceeded the memory limit and was killed");
+        break;
+    }
+}
+
+/* The error value at idx as text, without metamethods. */
+static const char *error_text(lua_State *L, int idx, size_t *len)
+{
+    int t = lua_type(L, idx);
+
+    if (t == LUA_TSTRING || t == LUA_TNUMBER)
+        return lua_tolstring(L, idx, len);
+    lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, idx));
+    lua_replace(L, idx);
+    return lua_tolstring(L, idx, len);
+}
+
+/* ---- tools ---- */
+
+static int jsonbox_gc(lua_State *L)
+{
+    json_t **box = lua_touserdata(L, 1);
+    if (*box != NULL) {
+        json_decref(*box);
+        *box = NULL;
+    }
+    return 0;
+}
+
+/* A userdata owning one json_t: if a Lua error unwinds past the holder,
+ * the collector frees the JSON. */
+static json_t **jsonbox_new(lua_State *L)
+{
+    json_t **box = lua_newuserdata(L, sizeof *box);
+    *box = NULL;
+    luaL_setmetatable(L, JSONBOX);
+    return box;
+}
+
+/* "Weather.get takes 1, 2 or 3 argument(s), got 4" as the error value. */
+static int arity_error(lua_State *L, const char *tool, const char *fn, int got)
+{
+    lua_Integer k, n = (lua_Integer)lua_rawlen(L, lua_upvalueindex(3));
+    luaL_Buffer b;
+
+    luaL_buffinit(L, &b);
+    lua_pushfstring(L, "%s.%s takes ", tool, fn);
+    luaL_addvalue(&b);
+    for (k = 1; k <= n; k++) {
+        if (k > 1)
+            luaL_addstring(&b, k == n ? " or " : ", ");
+        lua_rawgeti(L, lua_upvalueindex(3), k);
+        luaL_addvalue(&b);
+    }
+    lua_pushfstring(L, " argument(s), got %d", got);
+    luaL_addvalue(&b);
+    luaL_pushresult(&b);
+    return lua_error(L);
+}
+
+static int arity_allowed(lua_State *L, int got)
+{
+    lua_Integer k, n = (lua_Integer)lua_rawlen(L, lua_upvalueindex(3));
+
+    if (n == 0)
+        return 1;
+    for (k = 1; k <= n; k++) {
+        lua_rawgeti(L, lua_upvalueindex(3), k);
+        if (lua_tointeger(L, -1) == got) {
+            lua_pop(L, 1);
+            return 1;
+        }
+        lua_pop(L, 1);
+    }
+    return 0;
+}
+
+/* Send the call; never returns on a broken channel. */
+static void send_tool_call(struct job *job, const char *tool, const char *fn, json_t *args)
+{
+    json_t *call = json_pack("{s:s, s:s, s:o}", "tool", tool, "function", fn, "args", args);
+    char *text = call ? json_dumps(call, JSON_COMPACT) : NULL;
+
+    if (text == NULL || chan_send(job->fd, CHAN_TOOL_CALL, text, strlen(text)) != 0)
+        _exit(WORKER_EXIT_PROTO);
+    free(text);
+    json_decref(call);
+}
+
+/*
+ * A tool function.  Upvalues: tool name, function name, arities (table or
+ * nil), the job (light userdata).  Encodes the arguments, sends TOOL_CALL,
+ * blocks for TOOL_RESULT and returns exactly one value, or raises the
+ * catchable "Tool.fn: message".
+ */
+static int tool_call(lua_State *L)
+{
+    const char *tool = lua_tostring(L, lua_upvalueindex(1));
+    const char *fn = lua_tostring(L, lua_upvalueindex(2));
+    struct job *job = lua_touserdata(L, lua_upvalueindex(4));
+    int i, n = lua_gettop(L);
+    json_t **box, *args, *v, *ok;
+    const char *err;
+    char *payload;
+    size_t len;
+    uint32_t type;
+
+    if (!lua_isnil(L, lua_upvalueindex(3)) && !arity_allowed(L, n))
+        return arity_error(L, tool, fn, n);
+    box = jsonbox_new(L);               /* before any C allocation */
+    *box = args = json_array();
+    if (args == NULL)
+        return luaL_error(L, "%s.%s: out of memory", tool, fn);
+    for (i = 1; i <= n; i++) {
+        if (codec_to_json(L, i, job->max_result, &v, &err) != 0) {
+            lua_pushfstring(L, "%s.%s: cannot pass argument #%d: %s", tool, fn, i, err);
+            return lua_error(L);        /* the box frees args */
+        }
+        json_array_append_new(args, v);
+    }
+    *box = NULL;
+    send_tool_call(job, tool, fn, args);    /* takes args */
+
+    if (chan_recv(job->fd, &type, &payload, &len, TOOL_RESULT_MAX) != 0 || type != CHAN_TOOL_RESULT)
+        _exit(WORKER_EXIT_PROTO);
+    *box = json_loadb(payload, len, JSON_ALLOW_NUL, NULL);
+    free(payload);
+    if (*box == NULL || !json_is_object(*box))
+        _exit(WORKER_EXIT_PROTO);
+    ok = json_object_get(*box, "ok");
+    if (json_is_true(ok)) {
+        v = json_object_get(*box, "value");
+        if (v == NULL)
+            lua_pushnil(L);
+        else if (codec_push_json(L, v, &err) != 0) {
+            lua_pushfstring(L, "%s.%s: cannot use the result: %s", tool, fn, err);
+            return lua_error(L);
+        }
+        json_decref(*box);
+        *box = NULL;
+        return 1;
+    }
+    v = json_object_get(*box, "message");
+    lua_pushfstring(L, "%s.%s: ", tool, fn);
+    if (json_is_string(v)) {
+        len = json_string_length(v);
+        lua_pushlstring(L, json_string_value(v), len < TEXT_MAX ? len : TEXT_MAX);
+    } else {
+        lua_pushliteral(L, "tool error");
+    }
+    lua_concat(L, 2);
+    json_decref(*box);
+    *box = NULL;
+    return lua_error(L);
+}
+
+/* One flat global table per tool: __module plus one closure per function.
+ * The supervisor has normalised the list (module present, functions as
+ * objects); anything else in it is skipped. */
+static void make_tools(lua_State *L, struct job *job, int g)
+{
+    json_t *tools = json_object_get(job->spec, "tools"), *t, *f, *ar, *a;
+    size_t i, j, k;
+
+    json_array_foreach(tools, i, t) {
+        const char *name = json_string_value(json_object_get(t, "name"));
+        const char *module = json_string_value(json_object_get(t, "module"));
+        json_t *fns = json_object_get(t, "functions");
+
+        if (name == NULL)
+            continue;
+        lua_createtable(L, 0, (int)json_array_size(fns) + 1);
+        lua_pushstring(L, module != NULL ? module : name);
+        lua_setfield(L, -2, "__module");
+        json_array_foreach(fns, j, f) {
+            const char *fname = json_string_value(json_object_get(f, "name"));
+            if (fname == NULL)
+                continue;
+            lua_pushstring(L, name);
+            lua_pushstring(L, fname);
+            ar = json_object_get(f, "arities");
+            if (json_is_array(ar) && json_array_size(ar) > 0) {
+                lua_createtable(L, (int)json_array_size(ar), 0);
+                json_array_foreach(ar, k, a) {
+                    lua_pushinteger(L, (lua_Integer)json_integer_value(a));
+                    lua_rawseti(L, -2, (lua_Integer)k + 1);
+                }
+            } else {
+                lua_pushnil(L);
+            }
+            lua_pushlightuserdata(L, job);
+            lua_pushcclosure(L, tool_call, 4);
+            lua_setfield(L, -2, fname);
+        }
+        lua_setfield(L, g, name);
+    }
+}
+
+/* The baseline: every global name that exists before user data arrives,
+ * plus _ENV (not a global, but never a binding either). */
+static void make_baseline(lua_State *L, int g)
+{
+    lua_newtable(L);
+    lua_pushnil(L);
+    while (lua_next(L, g) != 0) {
+        lua_pop(L, 1);
+        lua_pushvalue(L, -1);
+        lua_pushboolean(L, 1);
+        lua_rawset(L, -4);
+    }
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "_ENV");
+}
+
+/* ---- compile, run ---- */
+
+static void end_syntax(struct job *job, lua_State *L)
+{
+    size_t len;
+    const char *msg = error_text(L, -1, &len);
+    const char *p = strncmp(msg, "input:", 6) == 0 ? msg + 6 : NULL;
+    long line = p != NULL ? strtol(p, NULL, 10) : 0;
+
+    if (strstr(msg, "syntax error near") != NULL || strstr(msg, "near <eof>") != NULL) {
+        lua_pushliteral(L, "\n" SYNTAX_HINT);
+        lua_concat(L, 2);
+        msg = lua_tolstring(L, -1, &len);
+    }
+    end_error(job, "syntax_error", msg, len);
+    if (line > 0 && job->end != NULL)
+        json_object_set_new(job->end, "line", json_integer(line));
+}
+
+/*
+ * Message handler of the chunk.  It runs only for an error that ends the
+ * chunk (every inner boundary calls with no handler), so it may lift the
+ * heap cap to build the traceback.  Reduces the value to text without
+ * __tostring, records the innermost "input" line and the traceback.
+ */
+static int msgh(lua_State *L)
+{
+    struct job *job = lua_touserdata(L, lua_upvalueindex(1));
+    lua_Debug ar;
+    const char *msg, *tb;
+    size_t len;
+    int level;
+
+    if (luaenv_is_fatal_error(L, 1))
+        return 1;           /* classified by the flag; nothing to build */
+    luaenv_finish(job->env);
+    msg = error_text(L, 1, &len);
+    if (len > TEXT_MAX) {
+        lua_pushlstring(L, msg, TEXT_MAX);
+        lua_replace(L, 1);
+        msg = lua_tolstring(L, 1, &len);
+    }
+    for (level = 1; lua_getstack(L, level, &ar); level++) {
+        if (lua_getinfo(L, "Sl", &ar) && strcmp(ar.source, "=input") == 0 && ar.currentline > 0) {
+            job->line = ar.currentline;
+            break;
+        }
+    }
+    luaL_traceback(L, L, msg, 1);
+    tb = lua_tolstring(L, -1, &len);
+    job->traceback = codec_string_new(tb, len < TEXT_MAX ? len : TEXT_MAX);
+    lua_settop(L, 1);
+    return 1;
+}
+
+static void end_runtime(struct job *job, lua_State *L)
+{
+    size_t len;
+    const char *msg = error_text(L, -1, &len);
+
+    end_error(job, "runtime_error", msg, len);
+    if (job->end == NULL)
+        return;
+    if (job->line > 0)
+        json_object_set_new(job->end, "line", json_integer(job->line));
+    if (job->traceback != NULL) {
+        json_object_set_new(job->end, "traceback", job->traceback);
+        job->traceback = NULL;
+    }
+}
+
+/* The values first..top as the result value: none -> null, one -> it,
+ * several -> array.  NULL with *err on an encoding error. */
+static json_t *encode_results(lua_State *L, int first, size_t max, const char **err)
+{
+    int i, top = lua_gettop(L);
+    json_t *arr, *v;
+    size_t size;
+
+    if (first > top)
+        return json_null();
+    if (first == top) {
+        if (codec_to_json(L, first, max, &v, err) != 0)
+            return NULL;
+        return v;
+    }
+    arr = json_array();
+    if (arr == NULL)
+        goto nomem;
+    for (i = first; i <= top; i++) {
+        if (codec_to_json(L, i, max, &v, err) != 0)
+            goto fail;
+        if (json_array_append_new(arr, v) != 0)
+            goto nomem;
+    }
+    size = json_dumpb(arr, NULL, 0, JSON_COMPACT);
+    if (max != 0 && size > max) {
+        *err = CODEC_ERR_TOO_LARGE;
+        goto fail;
+    }
+    return arr;
+nomem:
+    *err = "out of memory";
+fail:
+    json_decref(arr);
+    return NULL;
+}
+
+static void end_result(struct job *job, lua_State *L, int g, int base, int first)
+{
+    const char *err;
+    json_t *value, *b, *names;
+    size_t size;
+    char buf[160];
+
+    value = encode_results(L, first, job->max_result, &err);
+    if (value == NULL) {
+        if (strcmp(err, CODEC_ERR_TOO_LARGE) == 0) {
+            snprintf(buf, sizeof buf, "the returned value is larger than %zu bytes", job->max_result);
+            err = buf;
+        }
+        end_error(job, "runtime_error", "cannot return the value: ", 25);
+        if (job->end != NULL) {
+            json_t *m = json_object_get(job->end, "message");
+            char text[TEXT_MAX];
+            snprintf(text, sizeof text, "%s%s", json_string_value(m), err);
+            json_object_set_new(job->end, "message", json_string(text));
+        }
+        return;
+    }
+    if (bindings_export(L, g, base, job->max_bindings, &b, &size, &err) != 0) {
+        json_decref(value);
+        if (strcmp(err, "bindings too large") == 0) {
+            snprintf(buf, sizeof buf, "the global variables left behind exceed max_bindings_bytes "
+                     "(%zu bytes)", job->max_bindings);
+            end_errorf(job, "bindings_too_large", buf);
+        } else {
+            end_errorf(job, "internal_error", err);
+        }
+        return;
+    }
+    names = bindings_names(b, &err);
+    job->end_type = CHAN_RESULT;
+    job->end = json_pack("{s:o, s:o, s:o}", "value", value, "bindings", b,
+                         "binding_names", names ? names : json_array());
+}
+
+/* Runs under lua_pcall; argument 1 is the job. */
+static int job_main(lua_State *L)
+{
+    struct job *job = lua_touserdata(L, 1);
+    const char *code = json_string_value(json_object_get(job->spec, "code"));
+    size_t code_len = json_string_length(json_object_get(job->spec, "code"));
+    json_t *bindings = json_object_get(job->spec, "bindings");
+    const char *err;
+    int g, base, chunk, status;
+
+    lua_settop(L, 0);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);   /* the real globals */
+    g = lua_gettop(L);
+    if (!job->check) {
+        make_tools(L, job, g);
+        make_baseline(L, g);
+        base = lua_gettop(L);
+        if (bindings != NULL && bindings_restore(L, g, base, bindings, &err) != 0) {
+            end_errorf(job, "invalid_params", err);
+            return 0;
+        }
+    } else {
+        base = 0;
+    }
+    status = luaL_loadbufferx(L, code, code_len, "=input", "t");
+    if (status != LUA_OK) {
+        if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL)
+            end_fatal(job);
+        else if (status == LUA_ERRSYNTAX)
+            end_syntax(job, L);
+        else
+            end_runtime(job, L);
+        return 0;
+    }
+    if (job->check) {
+        job->end_type = CHAN_RESULT;
+        job->end = json_object();
+        return 0;
+    }
+    chunk = lua_gettop(L);
+    lua_pushlightuserdata(L, job);
+    lua_pushcclosure(L, msgh, 1);
+    lua_insert(L, chunk);       /* handler below the chunk */
+    status = lua_pcall(L, 0, LUA_MULTRET, chunk);
+    if (status != LUA_OK) {
+        enum luaenv_caught c = luaenv_catch(L, status);
+        luaenv_finish(job->env);
+        if (c == LUAENV_CAUGHT_FATAL)
+            end_fatal(job);
+        else
+            end_runtime(job, L);
+        return 0;
+    }
+    luaenv_finish(job->env);    /* no Lua runs from here on */
+    if (luaenv_fatal(job->env) != LUAENV_FATAL_NONE) {
+        end_fatal(job);
+        return 0;
+    }
+    end_result(job, L, g, base, chunk + 1);
+    return 0;
+}
+
+/* ---- the job frame ---- */
+
+/* A limit: a non-negative integer, or null/absent for dflt. */
+static size_t limit_of(json_t *limits, const char *key, size_t dflt)
+{
+    json_t *v = json_object_get(limits, key);
+    json_int_t n;
+
+    if (!json_is_integer(v))
+        return dflt;
+    n = json_integer_value(v);
+    return n < 0 ? dflt : (size_t)n;
+}
+
+static void read_job(struct job *job)
+{
+    json_t *op, *code, *limits;
+    char *payload;
+    size_t len;
+    uint32_t type;
+
+    if (chan_recv(job->fd, &type, &payload, &len, JOB_MAX_BYTES) != 0 || type != CHAN_JOB)
+        _exit(WORKER_EXIT_PROTO);
+    job->spec = json_loadb(payload, len, JSON_ALLOW_NUL, NULL);
+    free(payload);
+    op = json_object_get(job->spec, "op");
+    code = json_object_get(job->spec, "code");
+    limits = json_object_get(job->spec, "limits");
+    if (!json_is_string(op) || !json_is_string(code) || (limits != NULL && !json_is_object(limits)))
+        _exit(WORKER_EXIT_PROTO);
+    if (strcmp(json_string_value(op), "check") == 0)
+        job->check = 1;
+    else if (strcmp(json_string_value(op), "execute") != 0)
+        _exit(WORKER_EXIT_PROTO);
+}
+
+static void apply_limits(struct job *job)
+{
+    json_t *limits = json_object_get(job->spec, "limits");
+    struct luaenv_limits lim;
+
+    /* 0 means "no limit" to luaenv; a job's explicit 0 means "nothing". */
+    lim.max_heap = limit_of(limits, "max_heap", 0);
+    if (json_is_integer(json_object_get(limits, "max_heap")) && lim.max_heap == 0)
+        lim.max_heap = 1;
+    lim.max_reductions = limit_of(limits, "max_reductions", 0);
+    if (json_is_integer(json_object_get(limits, "max_reductions")) && lim.max_reductions == 0)
+        lim.max_reductions = 1;
+    lim.cpu_us = (uint64_t)limit_of(limits, "cpu_ms", 0) * 1000u;  /* optional extension */
+    lim.max_output_bytes = limit_of(limits, "max_output_bytes", DEFAULT_OUTPUT);
+    lim.output_fd = job->check ? -1 : job->fd;
+    job->max_result = limit_of(limits, "max_result_bytes", DEFAULT_RESULT);
+    job->max_bindings = limit_of(limits, "max_bindings_bytes", DEFAULT_BINDINGS);
+    luaenv_apply(job->env, &lim);
+}
+
+static void send_end(struct job *job)
+{
+    struct luaenv_stats st;
+    char *text;
+
+    if (job->end == NULL)
+        _exit(WORKER_EXIT_PROTO);   /* out of memory building it: nothing to send */
+    if (!(job->check && job->end_type == CHAN_RESULT)) {
+        luaenv_stats(job->env, &st);
+        json_object_set_new(job->end, "output_truncated", json_boolean(st.output_truncated));
+        json_object_set_new(job->end, "stats", json_pack("{s:I, s:I, s:I}",
+                            "reductions", (json_int_t)st.reductions,
+                            "heap_peak_bytes", (json_int_t)st.heap_peak_bytes,
+                            "cpu_us", (json_int_t)cpu_us()));
+    }
+    text = json_dumps(job->end, JSON_COMPACT);
+    if (text == NULL || chan_send(job->fd, job->end_type, text, strlen(text)) != 0)
+        _exit(WORKER_EXIT_PROTO);
+}
+
+/* ---- entry points ---- */
+
+static int prepare(lua_State *L)
+{
+    luaL_newmetatable(L, JSONBOX);
+    lua_pushcfunction(L, jsonbox_gc);
+    lua_setfield(L, -2, "__gc");
+    return 0;
+}
+
+struct luaenv *worker_env_new(void)
+{
+    struct luaenv *env = luaenv_new();
+    lua_State *L;
+
+    if (env == NULL)
+        return NULL;
+    L = luaenv_state(env);
+    lua_pushcfunction(L, prepare);
+    if (lua_pcall(L, 0, 0, 0) != LUA_OK)
+        return NULL;    /* the zygote exits; the state is not worth closing */
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    return env;
+}
+
+void worker_run(struct luaenv *env, int fd)
+{
+    struct job job = {.env = env, .fd = fd};
+    lua_State *L = luaenv_state(env);
+    int status;
+
+    read_job(&job);
+    apply_limits(&job);
+    lua_pushcfunction(L, job_main);
+    lua_pushlightuserdata(L, &job);
+    status = lua_pcall(L, 1, 0, 0);
+    if (status != LUA_OK) {
+        /* escaped job_main: a memory error in tool tables or bindings */
+        if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL) {
+            end_fatal(&job);
+        } else {
+            size_t len;
+            const char *msg = error_text(L, -1, &len);
+            end_error(&job, "internal_error", msg, len);
+        }
+    }
+    if (job.end_type == 0)
+        end_errorf(&job, "internal_error", "the job ended without a result");
+    send_end(&job);
+    _exit(WORKER_EXIT_OK);
+}

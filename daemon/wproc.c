@@ -1,0 +1,282 @@
+/*
+ * wproc.c - the supervisor's side of one worker: channel I/O and reap.
+ * See wproc.h.  Nothing a worker sends is trusted: frames are bounded by
+ * proto/chan, JSON payloads must parse to objects, and the execution's
+ * state decides whether a frame is allowed at all (exec.c).
+ */
+#include "daemon/wproc.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "daemon/exec.h"
+#include "daemon/log.h"
+#include "daemon/sched.h"
+#include "daemon/sup.h"
+
+/* Slack for RLIMIT_AS above max_heap: the process image, jansson buffers for
+ * the job and the result, allocator fragmentation.  Lua's own cap always
+ * fires first; this is the backstop for bugs in C. */
+#define AS_SLACK (512ull * 1024 * 1024)
+
+static void wproc_read_cb(struct ev_loop *loop, ev_io *io, int revents);
+static void wproc_write_cb(struct ev_loop *loop, ev_io *io, int revents);
+
+/* The largest frame a worker may send: a result value up to
+ * max_message_bytes plus bindings up to the bindings ceiling, plus room for
+ * the envelope. */
+static size_t max_frame(const struct sup *s)
+{
+    return s->cfg.max_message_bytes + (size_t)s->cfg.ceilings.max_bindings_bytes + (1u << 20);
+}
+
+struct wproc *wproc_new(struct sup *s, pid_t pid, int fd)
+{
+    struct wproc *w = calloc(1, sizeof *w);
+
+    if (!w)
+        return NULL;
+    w->sup = s;
+    w->pid = pid;
+    w->fd = fd;
+    chan_reader_init(&w->rd, max_frame(s), 1);
+    list_init(&w->pool_node);
+    list_add_tail(&s->workers, &w->node);
+    ev_io_init(&w->rio, wproc_read_cb, fd, EV_READ);
+    w->rio.data = w;
+    ev_io_init(&w->wio, wproc_write_cb, fd, EV_WRITE);
+    w->wio.data = w;
+    ev_io_start(s->loop, &w->rio);
+    return w;
+}
+
+struct wproc *wproc_find(struct sup *s, pid_t pid)
+{
+    struct list_head *pos, *tmp;
+
+    list_for_each_safe(pos, tmp, &s->workers) {
+        struct wproc *w = list_entry(pos, struct wproc, node);
+        if (w->pid == pid)
+            return w;
+    }
+    return NULL;
+}
+
+void wproc_apply_limits(struct wproc *w, const struct limits *lim)
+{
+#if !SANDBOXD_SANITIZE   /* ASan reserves terabytes of address space */
+    if (lim->max_heap != LIMIT_INF) {
+        uint64_t as = lim->max_heap > UINT64_MAX - AS_SLACK ? UINT64_MAX : lim->max_heap + AS_SLACK;
+        struct rlimit r = { (rlim_t)as, (rlim_t)as };
+        if (prlimit(w->pid, RLIMIT_AS, &r, NULL) != 0)
+            log_warn("worker %d: prlimit(RLIMIT_AS): %s", (int)w->pid, strerror(errno));
+    }
+#endif
+    if (lim->cpu_ms != LIMIT_INF) {
+        /* The supervisor's CPU timer fires at cpu_ms; SIGXCPU one second
+         * later is the backstop, and the hard limit one second after that. */
+        rlim_t soft = (rlim_t)(lim->cpu_ms / 1000 + 2);
+        struct rlimit r = { soft, soft + 1 };
+        if (prlimit(w->pid, RLIMIT_CPU, &r, NULL) != 0)
+            log_warn("worker %d: prlimit(RLIMIT_CPU): %s", (int)w->pid, strerror(errno));
+    }
+    if (setpriority(PRIO_PROCESS, (id_t)w->pid, priority_nice(lim->priority)) != 0)
+        log_debug("worker %d: setpriority: %s", (int)w->pid, strerror(errno));
+}
+
+static void wproc_flush(struct wproc *w)
+{
+    while (w->out_pos < w->out_len) {
+        ssize_t n = write(w->fd, w->out + w->out_pos, w->out_len - w->out_pos);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            ev_io_start(w->sup->loop, &w->wio);
+            return;
+        }
+        if (n <= 0) {           /* the worker is gone; the reap will tell */
+            w->out_pos = w->out_len;
+            break;
+        }
+        w->out_pos += (size_t)n;
+    }
+    ev_io_stop(w->sup->loop, &w->wio);
+    free(w->out);
+    w->out = NULL;
+    w->out_len = w->out_pos = 0;
+}
+
+static void wproc_write_cb(struct ev_loop *loop, ev_io *io, int revents)
+{
+    (void)loop; (void)revents;
+    wproc_flush(io->data);
+}
+
+int wproc_send_json(struct wproc *w, uint32_t type, const json_t *payload)
+{
+    char *text;
+    unsigned char *frame, *p;
+    size_t flen;
+
+    if (w->fd < 0 || w->killed)
+        return -1;
+    if (!(text = json_dumps(payload, JSON_COMPACT | JSON_ENCODE_ANY)))
+        return -1;
+    frame = chan_frame_new(type, text, strlen(text), &flen);
+    free(text);
+    if (!frame)
+        return -1;
+    if (!w->out) {
+        w->out = frame;
+        w->out_len = flen;
+        w->out_pos = 0;
+    } else {
+        if (!(p = realloc(w->out, w->out_len + flen))) {
+            free(frame);
+            return -1;
+        }
+        memcpy(p + w->out_len, frame, flen);
+        w->out = p;
+        w->out_len += flen;
+        free(frame);
+    }
+    wproc_flush(w);
+    return 0;
+}
+
+void wproc_kill(struct wproc *w)
+{
+    if (w->killed)
+        return;
+    w->killed = 1;
+    kill(-w->pid, SIGKILL);
+    kill(w->pid, SIGKILL);
+    ev_io_stop(w->sup->loop, &w->rio);
+    ev_io_stop(w->sup->loop, &w->wio);
+}
+
+void wproc_violation(struct wproc *w, const char *why)
+{
+    struct exec *e = w->exec;
+    struct exec_evdata d = { .why = why };
+
+    log_warn("worker %d: protocol violation: %s", (int)w->pid, why);
+    wproc_kill(w);
+    if (e)
+        exec_event(e, XE_BAD, &d);
+}
+
+/* Turn one frame into an event of the attached execution. */
+static void wproc_frame(struct wproc *w, uint32_t type, const unsigned char *payload, size_t len)
+{
+    struct exec_evdata d = { .payload = payload, .len = len };
+    json_t *j = NULL;
+    json_error_t jerr;
+    enum exec_ev ev;
+
+    if (!w->exec) {
+        wproc_violation(w, "frame from a worker without a job");
+        return;
+    }
+    switch (type) {
+    case CHAN_OUTPUT:    ev = XE_OUTPUT; break;
+    case CHAN_TOOL_CALL: ev = XE_TOOL_CALL; break;
+    case CHAN_RESULT:    ev = XE_RESULT; break;
+    case CHAN_ERROR:     ev = XE_ERROR; break;
+    default:
+        wproc_violation(w, "unknown frame type");
+        return;
+    }
+    if (ev != XE_OUTPUT) {
+        j = json_loadb((const char *)payload, len, JSON_ALLOW_NUL, &jerr);
+        if (!json_is_object(j)) {
+            json_decref(j);
+            wproc_violation(w, "frame payload is not a JSON object");
+            return;
+        }
+        d.json = j;
+    }
+    exec_event(w->exec, ev, &d);
+    json_decref(j);
+}
+
+/* Read everything available now.  Returns 1 at EOF. */
+static int wproc_drain(struct wproc *w)
+{
+    unsigned char buf[65536];
+    const unsigned char *payload;
+    uint32_t type;
+    size_t len;
+
+    for (;;) {
+        ssize_t n = read(w->fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return errno == EAGAIN ? 0 : 1;
+        if (n == 0)
+            return 1;
+        if (chan_reader_feed(&w->rd, buf, (size_t)n) < 0) {
+            wproc_violation(w, "out of memory reading the channel");
+            return 1;
+        }
+        for (;;) {
+            enum chan_status st = chan_reader_next(&w->rd, &type, &payload, &len);
+            if (st == CHAN_AGAIN)
+                break;
+            if (st == CHAN_BAD) {
+                wproc_violation(w, "malformed or oversized frame");
+                return 1;
+            }
+            wproc_frame(w, type, payload, len);
+            if (w->killed)
+                return 1;
+        }
+    }
+}
+
+static void wproc_read_cb(struct ev_loop *loop, ev_io *io, int revents)
+{
+    struct wproc *w = io->data;
+    (void)revents;
+
+    if (wproc_drain(w))
+        ev_io_stop(loop, &w->rio);   /* EOF: the reap will follow */
+}
+
+void wproc_exited(struct wproc *w, int status, uint64_t cpu_us)
+{
+    struct sup *s = w->sup;
+    struct exec *e;
+    struct exec_evdata d = { .status = status };
+
+    if (!w->killed && w->fd >= 0)
+        wproc_drain(w);          /* an end frame may still sit in the socket */
+    ev_io_stop(s->loop, &w->rio);
+    ev_io_stop(s->loop, &w->wio);
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+    list_del(&w->node);
+    if (list_linked(&w->pool_node)) {
+        list_del(&w->pool_node);
+        s->n_idle--;
+        log_warn("pooled worker %d died (status 0x%x)", (int)w->pid, status);
+    }
+    s->procs--;
+    e = w->exec;
+    if (e) {
+        e->w = NULL;
+        w->exec = NULL;
+        if (!e->cpu_us_seen)
+            e->cpu_us_seen = cpu_us;
+        exec_event(e, XE_EXIT, &d);
+    }
+    chan_reader_free(&w->rd);
+    free(w->out);
+    free(w);
+}

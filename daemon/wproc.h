@@ -1,0 +1,59 @@
+/*
+ * wproc.h - a worker process seen from the supervisor: its channel, its
+ * pid, and its reap.
+ *
+ * Contract:
+ *  - wproc_new() takes ownership of the channel fd handed over by the zygote.
+ *    The wproc lives until the process is reaped (wproc_exited), whatever
+ *    happens to its execution.
+ *  - Frames are read non-blocking and bounded (proto/chan.h); each becomes
+ *    an event of the attached execution.  A frame from a pooled worker, a bad
+ *    frame, or a malformed JSON payload is a protocol violation: the worker is
+ *    killed and its execution answered with `crashed`.
+ *  - wproc_kill() sends SIGKILL to the worker's process group and pid and
+ *    stops reading; the reap still follows.
+ */
+#ifndef SANDBOXD_WPROC_H
+#define SANDBOXD_WPROC_H
+
+#include <ev.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon/list.h"
+#include "policy/config.h"
+#include "proto/chan.h"
+
+struct sup;
+struct exec;
+
+struct wproc {
+    struct sup *sup;
+    struct list_head node;      /* in sup->workers until reaped */
+    struct list_head pool_node; /* in sup->idle while pooled */
+    pid_t  pid;
+    int    fd;                  /* channel, non-blocking; -1 once closed */
+    ev_io  rio, wio;
+    struct chan_reader rd;
+    unsigned char *out;         /* owned pending bytes to the worker */
+    size_t out_len, out_pos;
+    struct exec *exec;          /* NULL while pooled or after its execution ended */
+    int    killed;
+};
+
+struct wproc *wproc_new(struct sup *s, pid_t pid, int fd);
+/* Per-job rlimits and priority, applied from outside (prlimit, setpriority). */
+void wproc_apply_limits(struct wproc *w, const struct limits *lim);
+/* Queue one frame with a JSON payload (borrowed).  0, or -1 on failure. */
+int  wproc_send_json(struct wproc *w, uint32_t type, const json_t *payload);
+void wproc_kill(struct wproc *w);
+/* Kill for a protocol violation and tell its execution (EV_BAD). */
+void wproc_violation(struct wproc *w, const char *why);
+/* The process exited (cpu_us from its rusage): drain what it sent, detach,
+ * release.  Frees w. */
+void wproc_exited(struct wproc *w, int status, uint64_t cpu_us);
+/* Find a live worker by pid; NULL if unknown. */
+struct wproc *wproc_find(struct sup *s, pid_t pid);
+
+#endif

@@ -1,0 +1,38 @@
+/*
+ * zygote.h - the process that forks workers, and the supervisor's handle on it.
+ *
+ * The supervisor exec's its own binary as `sandboxd --zygote FD PPID [...]`
+ * at start-up, before any client I/O.  The zygote builds the sandbox Lua
+ * state and the seccomp BPF program once, then answers each one-byte spawn
+ * request on FD (SOCK_SEQPACKET) by forking a worker with CLONE_PARENT, so
+ * the worker is the supervisor's child, and sending back one message
+ * {int32 pid, int32 err} with the supervisor's end of the worker channel
+ * attached (SCM_RIGHTS).  It never sees client bytes.
+ *
+ * Contract (supervisor side):
+ *  - zygote_start() starts it; zygote_request() asks for one worker without
+ *    blocking (-1 if the request cannot be queued now).
+ *  - zygote_poll() reads every hand-over available now and passes each to
+ *    sched_worker_arrived().
+ *  - zygote_died() is called by the reaper; it forgets unanswered requests
+ *    and starts a new zygote unless the daemon is stopping or the zygote
+ *    keeps dying (more than ZYGOTE_MAX_RESTARTS within a minute).
+ *  - zygote_stop() ends it (closing the socket is enough; it is also killed).
+ */
+#ifndef SANDBOXD_ZYGOTE_H
+#define SANDBOXD_ZYGOTE_H
+
+struct sup;
+
+#define ZYGOTE_MAX_RESTARTS 5
+
+int  zygote_start(struct sup *s);
+int  zygote_request(struct sup *s);
+void zygote_poll(struct sup *s);
+void zygote_died(struct sup *s, int status);
+void zygote_stop(struct sup *s);
+
+/* The zygote process itself: argv as built by zygote_start.  Never returns. */
+void zygote_main(int argc, char **argv) __attribute__((noreturn));
+
+#endif

@@ -1,0 +1,248 @@
+/*
+ * contain.c - confine a freshly forked worker (see contain.h for the order).
+ *
+ * Every step either succeeds or makes contain_worker() return -1; the caller
+ * then _exits with WORKER_EXIT_SETUP.  From step 2 on fds 0-2 are /dev/null,
+ * so nothing is printed: errno is all a caller (or a test) gets.
+ *
+ * Nothing here may run after the filter: seccomp_policy_install() is last,
+ * and the warm-up before it makes glibc do its one-time work (timezone file,
+ * malloc initialisation, first mmap) while open/fstat/... are still allowed.
+ */
+#include "policy/contain.h"
+
+#include "daemon/worker.h"
+#include "policy/seccomp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STACK_LIMIT      (8UL << 20)   /* RLIMIT_STACK: 8 MiB */
+#define WARM_LARGE_BYTES (256UL << 10) /* above glibc's 128 KiB mmap threshold */
+#define WARM_SMALL_BYTES 64UL
+#define CLOSE_FALLBACK_MAX 65536U      /* close loop bound without close_range */
+#define WORKER_TZ        ":/etc/localtime" /* glibc's default zone, named */
+
+/* 1. Own process group (the supervisor kills the group), die with the
+ *    supervisor, and make sure it did not die before the prctl. */
+static int set_lifetime(pid_t supervisor)
+{
+    if (setpgid(0, 0) < 0)
+        return -1;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+        return -1;
+    if (getppid() != supervisor) {
+        errno = ESRCH;
+        return -1;
+    }
+    return 0;
+}
+
+/* Close every fd >= first.  close_range() where the kernel has it (5.9+);
+ * otherwise a loop up to max(RLIMIT_NOFILE hard limit, CLOSE_FALLBACK_MAX)
+ * capped at 1<<20 - fds above an rlimit lowered after they were opened are
+ * the one thing the fallback can miss. */
+static int close_from(unsigned first)
+{
+    if (close_range(first, ~0U, 0) == 0)
+        return 0;
+    if (errno != ENOSYS)
+        return -1;
+    struct rlimit rl;
+    rlim_t bound = CLOSE_FALLBACK_MAX;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max > bound)
+        bound = rl.rlim_max < (1U << 20) ? rl.rlim_max : (1U << 20);
+    for (rlim_t fd = first; fd < bound; fd++)
+        (void)close((int)fd);
+    return 0;
+}
+
+/* 2. The channel on WORKER_CHAN_FD, /dev/null on 0-2, nothing else open.
+ *    Any of chan_fd and devnull may start out on 0-3; the moves are ordered
+ *    so neither overwrites the other before it has been copied. */
+static int arrange_fds(int chan_fd, int devnull)
+{
+    if (chan_fd < 0 || devnull < 0 || chan_fd == devnull) {
+        errno = EBADF;
+        return -1;
+    }
+    if (chan_fd != WORKER_CHAN_FD) {
+        if (devnull == WORKER_CHAN_FD) {
+            devnull = fcntl(devnull, F_DUPFD_CLOEXEC, WORKER_CHAN_FD + 1);
+            if (devnull < 0)
+                return -1;
+        }
+        if (dup2(chan_fd, WORKER_CHAN_FD) < 0)
+            return -1;
+    }
+    for (int fd = 0; fd < WORKER_CHAN_FD; fd++) {
+        if (fd != devnull && dup2(devnull, fd) < 0)
+            return -1;
+    }
+    return close_from(WORKER_CHAN_FD + 1);
+}
+
+/* Lower both the soft and the hard limit to at most `value`; never raise
+ * either (a soft limit already below `value` is kept). */
+static int lower_limit(int resource, rlim_t value)
+{
+    struct rlimit rl;
+    if (getrlimit(resource, &rl) < 0)
+        return -1;
+    if (rl.rlim_cur > value)
+        rl.rlim_cur = value;
+    if (rl.rlim_max > value)
+        rl.rlim_max = value;
+    return setrlimit(resource, &rl);
+}
+
+/* 4. CORE 0, FSIZE 0, NOFILE 4 (fds 0-3), STACK 8 MiB.  RLIMIT_NPROC is
+ *    per-uid and left alone (seccomp blocks fork); RLIMIT_AS and RLIMIT_CPU
+ *    are per job, set by the supervisor with prlimit. */
+static int set_limits(void)
+{
+    if (lower_limit(RLIMIT_CORE, 0) < 0 ||
+        lower_limit(RLIMIT_FSIZE, 0) < 0 ||
+        lower_limit(RLIMIT_NOFILE, WORKER_CHAN_FD + 1) < 0 ||
+        lower_limit(RLIMIT_STACK, STACK_LIMIT) < 0)
+        return -1;
+    return 0;
+}
+
+/* unshare() "where permitted": EPERM (a container or LSM forbids it), EINVAL
+ * (namespaces not built in) and ENOSYS (unshare filtered away) leave the
+ * worker in the daemon's namespaces, which seccomp already keeps it from
+ * using.  Any other error (ENOMEM, ENOSPC: namespace limits) fails. */
+static int unshare_namespaces(void)
+{
+    if (unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS) == 0)
+        return 0;
+    if (errno == EPERM || errno == EINVAL || errno == ENOSYS)
+        return 0;
+    return -1;
+}
+
+/* The ids are exactly uid/gid (real, effective, saved), there are no
+ * supplementary groups, and root cannot be regained. */
+static int verify_dropped(uid_t uid, gid_t gid)
+{
+    uid_t ru, eu, su;
+    gid_t rg, eg, sg;
+    if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
+        return -1;
+    if (ru != uid || eu != uid || su != uid || rg != gid || eg != gid ||
+        sg != gid || getgroups(0, NULL) != 0) {
+        errno = EPERM;
+        return -1;
+    }
+    if (setuid(0) == 0 || setgid(0) == 0) {
+        errno = EPERM;
+        return -1;
+    }
+    return 0;
+}
+
+/* 5. Root only: chroot, namespaces, then drop to uid/gid for good.  A drop
+ *    to uid 0 or gid 0 is refused (EINVAL): it would drop nothing. */
+static int drop_privileges(const struct contain_opts *opts)
+{
+    if (opts->uid == 0 || opts->gid == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (opts->chroot_dir && (chroot(opts->chroot_dir) < 0 || chdir("/") < 0))
+        return -1;
+    if (unshare_namespaces() < 0)
+        return -1;
+    if (setgroups(0, NULL) < 0 ||
+        setresgid(opts->gid, opts->gid, opts->gid) < 0 ||
+        setresuid(opts->uid, opts->uid, opts->uid) < 0)
+        return -1;
+    return verify_dropped(opts->uid, opts->gid);
+}
+
+/* 6. No core dumps, no ptrace by the same uid, no /proc/<pid> access by
+ *    others; no privilege gain through execve (and required for seccomp). */
+static int set_process_flags(void)
+{
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        return -1;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return -1;
+    return 0;
+}
+
+/* Touch a fresh allocation through a volatile pointer so the compiler cannot
+ * elide the malloc/free pair. */
+static int warm_alloc(size_t size)
+{
+    volatile unsigned char *p = malloc(size);
+    if (!p)
+        return -1;
+    p[0] = 1;
+    p[size - 1] = 1;
+    free((void *)p);
+    return 0;
+}
+
+/* 7. Make glibc do its one-time work now: the timezone file is read on the
+ *    first conversion (F16), clock() is a real syscall (F15), and malloc
+ *    initialises itself and takes the mmap path for a large block.  The
+ *    environment gets exactly one variable, TZ=:/etc/localtime (the zone
+ *    glibc uses when TZ is unset), because only a set TZ lets later tzset()
+ *    calls - mktime() for os.time{...}, strftime("%Z") - skip the file. */
+static int warm_up(void)
+{
+    struct tm local, utc;
+    char buf[128];
+
+    /* With TZ unset, glibc re-opens /etc/localtime on every tzset() (mktime,
+     * strftime %Z); with TZ naming the same file it only reads it once. */
+    if (setenv("TZ", WORKER_TZ, 1) != 0)
+        return -1;
+    tzset();
+    time_t now = time(NULL);
+    if (now == (time_t)-1)
+        return -1;
+    if (!localtime_r(&now, &local) || !gmtime_r(&now, &utc))
+        return -1;
+    (void)clock();
+    (void)strftime(buf, sizeof buf, "%c %Z", &local);
+    if (warm_alloc(WARM_LARGE_BYTES) < 0 || warm_alloc(WARM_SMALL_BYTES) < 0)
+        return -1;
+    return 0;
+}
+
+int contain_worker(int chan_fd, const struct contain_opts *opts)
+{
+    if (!opts || (!opts->no_seccomp && !opts->filter)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (set_lifetime(opts->supervisor) < 0)                 /* 1 */
+        return -1;
+    if (arrange_fds(chan_fd, opts->devnull) < 0)            /* 2 */
+        return -1;
+    if (clearenv() != 0)                                    /* 3 */
+        return -1;
+    if (set_limits() < 0)                                   /* 4 */
+        return -1;
+    if (opts->drop_privs && drop_privileges(opts) < 0)      /* 5 */
+        return -1;
+    if (set_process_flags() < 0)                            /* 6 */
+        return -1;
+    if (warm_up() < 0)                                      /* 7 */
+        return -1;
+    if (!opts->no_seccomp && seccomp_policy_install(opts->filter) < 0) /* 8 */
+        return -1;
+    return 0;
+}

@@ -1,0 +1,283 @@
+/*
+ * seccomp.c - the worker's syscall allowlist (x86_64).
+ *
+ * The filter is built once, in the zygote, with libseccomp and exported as a
+ * raw BPF program; each worker installs that program with one prctl() as the
+ * last step of contain_worker().  Anything not listed below kills the whole
+ * process (SCMP_ACT_KILL_PROCESS, seen by the supervisor as death by SIGSYS).
+ * Calls from another ABI (i386 `int 0x80`, x32 numbers) take the bad-arch
+ * action, also kill-process; no other architecture is added.
+ *
+ * The allowlist, and why each entry is there:
+ *
+ *   read, write       the channel: the job, tool results, output and end
+ *                     frames.  Only on chan_fd (argument 0 == chan_fd), so a
+ *                     memory-corruption exploit cannot use fds 0-2 either.
+ *   brk               glibc's main arena grows and trims with brk.
+ *   mmap              glibc malloc serves chunks >= M_MMAP_THRESHOLD (and the
+ *                     fallback when brk fails) with
+ *                     mmap(NULL, n, PROT_READ|PROT_WRITE,
+ *                          MAP_PRIVATE|MAP_ANONYMOUS, -1, 0).
+ *                     Allowed only without PROT_EXEC, and only with
+ *                     MAP_PRIVATE and MAP_ANONYMOUS set and no other flag but
+ *                     MAP_NORESERVE: no file or shared mappings, no MAP_FIXED.
+ *   munmap            freeing mmapped chunks.
+ *   mremap            realloc() of an mmapped chunk (luaL_Buffer and table
+ *                     growth); flags within MREMAP_MAYMOVE, so no
+ *                     MREMAP_FIXED/DONTUNMAP (which could move pages over
+ *                     other mappings).
+ *   madvise           glibc trimming: advice MADV_DONTNEED or MADV_FREE only.
+ *   clock_gettime,    os.clock() and table.sort's pivot seed (clock(), which
+ *   clock_getres      is a real CLOCK_PROCESS_CPUTIME_ID syscall), and the
+ *                     vDSO fallback on hosts whose clocksource has none.
+ *                     Clock id in {REALTIME, MONOTONIC, PROCESS_CPUTIME_ID,
+ *                     THREAD_CPUTIME_ID, MONOTONIC_RAW, REALTIME_COARSE,
+ *                     MONOTONIC_COARSE, BOOTTIME}: no dynamic (negative) ids,
+ *                     which name other processes' CPU clocks.
+ *   gettimeofday,     os.time()/time() when the vDSO is unusable; they take
+ *   time              no clock id and only write to caller memory.
+ *   exit_group, exit  termination (_exit).
+ *   rt_sigreturn      return from a signal handler (SIGXCPU/SIGALRM handlers,
+ *                     if a build installs them).
+ *
+ * Deliberately absent (each kills): openat/open, socket, connect, clone,
+ * clone3, fork, vfork, execve, execveat, ptrace, prctl, mprotect, kill,
+ * tgkill, ioctl, getpid, getrandom, futex, rt_sigprocmask, fstat.  getpid is
+ * not needed: glibc no longer caches it and neither Lua nor the worker calls
+ * it after the filter; abort() would need rt_sigprocmask/tgkill, and dying by
+ * SIGSYS instead is an acceptable crash.
+ *
+ * Sanitizer builds (SANDBOXD_SANITIZE=1) add the few calls the ASan/UBSan
+ * runtime makes on its allocation paths; see sanitizer_rules() below.
+ */
+#include "policy/seccomp.h"
+
+#include <errno.h>
+#include <linux/seccomp.h>
+#include <seccomp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef SANDBOXD_SANITIZE
+#define SANDBOXD_SANITIZE 0
+#endif
+
+/* libseccomp returns negative errno values; keep the first failure. */
+#define TRY(expr)                 \
+    do {                          \
+        rc = (expr);              \
+        if (rc < 0)               \
+            return rc;            \
+    } while (0)
+
+/* The clock ids a worker may read (see the header comment). */
+static const int allowed_clocks[] = {
+    CLOCK_REALTIME,         CLOCK_MONOTONIC,       CLOCK_PROCESS_CPUTIME_ID,
+    CLOCK_THREAD_CPUTIME_ID, CLOCK_MONOTONIC_RAW,  CLOCK_REALTIME_COARSE,
+    CLOCK_MONOTONIC_COARSE, CLOCK_BOOTTIME,
+};
+
+/* mmap flags: MAP_PRIVATE|MAP_ANONYMOUS must be set; only the bits in
+ * MMAP_OPTIONAL may also be set.  One masked comparison expresses both. */
+#define MMAP_REQUIRED ((uint64_t)(MAP_PRIVATE | MAP_ANONYMOUS))
+#if SANDBOXD_SANITIZE
+/* Sanitizer-only: the ASan allocator maps its reserved regions in place. */
+#define MMAP_OPTIONAL ((uint64_t)(MAP_NORESERVE | MAP_FIXED))
+#else
+#define MMAP_OPTIONAL ((uint64_t)MAP_NORESERVE)
+#endif
+
+static int allow(scmp_filter_ctx ctx, int nr)
+{
+    return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+}
+
+static int allow1(scmp_filter_ctx ctx, int nr, struct scmp_arg_cmp cmp)
+{
+    return seccomp_rule_add_exact(ctx, SCMP_ACT_ALLOW, nr, 1, cmp);
+}
+
+static int allow2(scmp_filter_ctx ctx, int nr, struct scmp_arg_cmp a,
+                  struct scmp_arg_cmp b)
+{
+    return seccomp_rule_add_exact(ctx, SCMP_ACT_ALLOW, nr, 2, a, b);
+}
+
+/* read/write: the channel only. */
+static int channel_rules(scmp_filter_ctx ctx, int chan_fd)
+{
+    int rc;
+    TRY(allow1(ctx, SCMP_SYS(read), SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)chan_fd)));
+    TRY(allow1(ctx, SCMP_SYS(write), SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)chan_fd)));
+    return 0;
+}
+
+/* The allocator: brk, anonymous private non-executable mmap, munmap,
+ * mremap without FIXED, madvise DONTNEED/FREE. */
+static int memory_rules(scmp_filter_ctx ctx)
+{
+    int rc;
+    TRY(allow(ctx, SCMP_SYS(brk)));
+    TRY(allow2(ctx, SCMP_SYS(mmap),
+               SCMP_A2(SCMP_CMP_MASKED_EQ, (scmp_datum_t)PROT_EXEC, 0),
+               SCMP_A3(SCMP_CMP_MASKED_EQ, ~(scmp_datum_t)MMAP_OPTIONAL,
+                       (scmp_datum_t)MMAP_REQUIRED)));
+    TRY(allow(ctx, SCMP_SYS(munmap)));
+    TRY(allow1(ctx, SCMP_SYS(mremap),
+               SCMP_A3(SCMP_CMP_MASKED_EQ, ~(scmp_datum_t)MREMAP_MAYMOVE, 0)));
+    TRY(allow1(ctx, SCMP_SYS(madvise), SCMP_A2(SCMP_CMP_EQ, MADV_DONTNEED)));
+    TRY(allow1(ctx, SCMP_SYS(madvise), SCMP_A2(SCMP_CMP_EQ, MADV_FREE)));
+    return 0;
+}
+
+/* Clocks: a fixed set of clock ids; time and gettimeofday take none. */
+static int clock_rules(scmp_filter_ctx ctx)
+{
+    int rc;
+    for (size_t i = 0; i < sizeof allowed_clocks / sizeof allowed_clocks[0]; i++) {
+        struct scmp_arg_cmp id = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)allowed_clocks[i]);
+        TRY(allow1(ctx, SCMP_SYS(clock_gettime), id));
+        TRY(allow1(ctx, SCMP_SYS(clock_getres), id));
+    }
+    TRY(allow(ctx, SCMP_SYS(gettimeofday)));
+    TRY(allow(ctx, SCMP_SYS(time)));
+    return 0;
+}
+
+/* Termination and signal return. */
+static int exit_rules(scmp_filter_ctx ctx)
+{
+    int rc;
+    TRY(allow(ctx, SCMP_SYS(exit_group)));
+    TRY(allow(ctx, SCMP_SYS(exit)));
+    TRY(allow(ctx, SCMP_SYS(rt_sigreturn)));
+    return 0;
+}
+
+#if SANDBOXD_SANITIZE
+/* Sanitizer-only entries (besides MAP_FIXED in MMAP_OPTIONAL). */
+static int sanitizer_rules(scmp_filter_ctx ctx)
+{
+    int rc;
+    TRY(allow1(ctx, SCMP_SYS(madvise), SCMP_A2(SCMP_CMP_EQ, MADV_NOHUGEPAGE)));
+    TRY(allow1(ctx, SCMP_SYS(madvise), SCMP_A2(SCMP_CMP_EQ, MADV_DONTDUMP)));
+    TRY(allow1(ctx, SCMP_SYS(sigaltstack), SCMP_A0(SCMP_CMP_EQ, 0)));
+    return 0;
+}
+#endif
+
+/* Export the compiled filter into a malloc'd sock_filter array.  libseccomp
+ * 2.5.4 can only write it to an fd, so go through a memfd. */
+static int export_filter(scmp_filter_ctx ctx, struct sock_fprog *out)
+{
+    int rc = -1, fd = -1;
+    struct sock_filter *insns = NULL;
+    struct stat st;
+
+    fd = memfd_create("sandboxd-seccomp", MFD_CLOEXEC);
+    if (fd < 0)
+        goto out;
+    int erc = seccomp_export_bpf(ctx, fd);
+    if (erc < 0) {
+        errno = -erc;
+        goto out;
+    }
+    if (fstat(fd, &st) < 0)
+        goto out;
+    size_t size = (size_t)st.st_size;
+    size_t n = size / sizeof *insns;
+    if (n == 0 || n > BPF_MAXINSNS || size % sizeof *insns != 0) {
+        errno = E2BIG;
+        goto out;
+    }
+    insns = malloc(size);
+    if (!insns)
+        goto out;
+    ssize_t got = pread(fd, insns, size, 0);
+    if (got != (ssize_t)size) {
+        if (got >= 0)
+            errno = EIO;
+        goto out;
+    }
+    out->len = (unsigned short)n;
+    out->filter = insns;
+    insns = NULL;
+    rc = 0;
+out:
+    free(insns);
+    if (fd >= 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+    }
+    return rc;
+}
+
+static int add_rules(scmp_filter_ctx ctx, int chan_fd)
+{
+    int rc;
+    TRY(seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS));
+    TRY(channel_rules(ctx, chan_fd));
+    TRY(memory_rules(ctx));
+    TRY(clock_rules(ctx));
+    TRY(exit_rules(ctx));
+#if SANDBOXD_SANITIZE
+    TRY(sanitizer_rules(ctx));
+#endif
+    return 0;
+}
+
+int seccomp_policy_prepare(int chan_fd, struct sock_fprog *out)
+{
+    int rc = -1;
+    scmp_filter_ctx ctx = NULL;
+
+    if (chan_fd < 0 || !out) {
+        errno = EINVAL;
+        return -1;
+    }
+    out->len = 0;
+    out->filter = NULL;
+    ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+    if (!ctx) {
+        errno = ENOMEM;
+        goto out;
+    }
+    int arc = add_rules(ctx, chan_fd);
+    if (arc < 0) {
+        errno = -arc;
+        goto out;
+    }
+    rc = export_filter(ctx, out);
+out:
+    if (ctx) {
+        int saved = errno;
+        seccomp_release(ctx);
+        errno = saved;
+    }
+    return rc;
+}
+
+int seccomp_policy_install(const struct sock_fprog *prog)
+{
+    if (!prog || !prog->filter || prog->len == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* The kernel takes a non-const pointer but does not write through it. */
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, (unsigned long)prog, 0, 0) == 0 ? 0 : -1;
+}
+
+void seccomp_policy_free(struct sock_fprog *prog)
+{
+    if (!prog)
+        return;
+    free(prog->filter);
+    prog->filter = NULL;
+    prog->len = 0;
+}

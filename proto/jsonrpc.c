@@ -1,0 +1,379 @@
+/*
+ * jsonrpc.c - JSON-RPC 2.0 classification and construction.
+ *
+ * rpc_parse() checks the shape of a message and nothing else: it never
+ * looks at what a method means or whether its params fit.  Every rule it
+ * applies is listed in the comments of classify() and its helpers.
+ */
+#include "proto/jsonrpc.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------
+ * Parsing
+ * --------------------------------------------------------------------- */
+
+/* A usable id: a string or an integer (JSON reals, null, booleans, arrays
+ * and objects are not). */
+static int id_usable(const json_t *id)
+{
+    return json_is_string(id) || json_is_integer(id);
+}
+
+/* A string member equal to text, byte for byte (so "2.0\u0000" is not). */
+static int string_is(const json_t *s, const char *text)
+{
+    size_t n = strlen(text);
+
+    return json_is_string(s) && json_string_length(s) == n
+        && memcmp(json_string_value(s), text, n) == 0;
+}
+
+static enum rpc_type invalid(struct rpc_msg *msg, const char *why)
+{
+    msg->why = why;
+    return RPC_INVALID;
+}
+
+/* "method" present: a request (with id) or a notification (without). */
+static enum rpc_type classify_call(struct rpc_msg *msg, json_t *method)
+{
+    json_t *id = json_object_get(msg->root, "id");
+    json_t *params = json_object_get(msg->root, "params");
+
+    if (!json_is_string(method))
+        return invalid(msg, "method must be a string");
+    /* A NUL inside would make the C string name a different method. */
+    if (strlen(json_string_value(method)) != json_string_length(method))
+        return invalid(msg, "method must not contain NUL");
+    if (id != NULL && !id_usable(id))
+        return invalid(msg, "id must be a string or an integer");
+    if (params != NULL && !json_is_object(params) && !json_is_array(params))
+        return invalid(msg, "params must be an object or an array");
+    msg->method = json_string_value(method);
+    msg->params = params;
+    return id ? RPC_REQUEST : RPC_NOTIFICATION;
+}
+
+/* "error" of a response: an object with an integer code and a string
+ * message; any "data" is accepted. */
+static int error_well_formed(const json_t *error)
+{
+    return json_is_object(error)
+        && json_is_integer(json_object_get(error, "code"))
+        && json_is_string(json_object_get(error, "message"));
+}
+
+/* No "method": a response to one of our requests. */
+static enum rpc_type classify_response(struct rpc_msg *msg)
+{
+    json_t *id = json_object_get(msg->root, "id");
+    json_t *result = json_object_get(msg->root, "result");
+    json_t *error = json_object_get(msg->root, "error");
+
+    if (!id_usable(id))
+        return invalid(msg, id ? "id must be a string or an integer"
+                               : "message has neither method nor id");
+    if ((result == NULL) == (error == NULL))
+        return invalid(msg, "response must have exactly one of result and error");
+    if (error != NULL && !error_well_formed(error))
+        return invalid(msg, "error must be an object with integer code and string message");
+    msg->result = result;
+    msg->error = error;
+    return RPC_RESPONSE;
+}
+
+static enum rpc_type classify(struct rpc_msg *msg)
+{
+    json_t *root = msg->root, *id, *method;
+
+    if (json_is_array(root))
+        return invalid(msg, "batch requests are not supported");
+    if (!json_is_object(root))
+        return invalid(msg, "message must be a JSON object");
+    /* Known early so that even an invalid message's reply carries it. */
+    id = json_object_get(root, "id");
+    if (id_usable(id))
+        msg->id = id;
+    if (!string_is(json_object_get(root, "jsonrpc"), "2.0"))
+        return invalid(msg, "jsonrpc must be \"2.0\"");
+    method = json_object_get(root, "method");
+    if (method != NULL)
+        return classify_call(msg, method);
+    return classify_response(msg);
+}
+
+/*
+ * jansson flags: JSON_DECODE_ANY so that valid JSON which is not an object
+ * ("1", "null") is INVALID rather than PARSE_ERROR, as JSON-RPC asks;
+ * JSON_ALLOW_NUL so "\u0000" inside strings is kept (ids are echoed back
+ * exactly).  Nothing else is relaxed: trailing data, invalid UTF-8, nesting
+ * deeper than jansson's limit (2048) and integers beyond json_int_t are
+ * parse errors.  Duplicate keys are accepted and the last one wins
+ * (jansson's json_object_set replaces).
+ */
+void rpc_parse(const char *line, size_t len, struct rpc_msg *msg)
+{
+    json_error_t err;
+
+    memset(msg, 0, sizeof *msg);
+    msg->root = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+    if (msg->root == NULL) {
+        msg->type = RPC_PARSE_ERROR;
+        msg->why = "message is not valid JSON";
+        return;
+    }
+    msg->type = classify(msg);
+}
+
+void rpc_msg_clear(struct rpc_msg *msg)
+{
+    json_decref(msg->root);
+    memset(msg, 0, sizeof *msg);
+}
+
+/* ------------------------------------------------------------------------
+ * Error kinds (CONTRACT section 5)
+ * --------------------------------------------------------------------- */
+
+static const struct {
+    const char *kind;
+    int code;
+} kinds[] = {
+    { "parse_error",        -32700 },
+    { "invalid_request",    -32600 },
+    { "message_too_large",  -32600 },
+    { "method_not_found",   -32601 },
+    { "invalid_params",     -32602 },
+    { "limit_out_of_range", -32602 },
+    { "internal_error",     -32603 },
+    { "syntax_error",       -32001 },
+    { "runtime_error",      -32002 },
+    { "timeout",            -32003 },
+    { "memory_limit",       -32004 },
+    { "reductions_limit",   -32005 },
+    { "cpu_limit",          -32006 },
+    { "crashed",            -32007 },
+    { "code_too_large",     -32008 },
+    { "busy",               -32009 },
+    { "forbidden",          -32010 },
+    { "tool_aborted",       -32011 },
+    { "bindings_too_large", -32012 },
+    { "cancelled",          -32800 },
+};
+
+int rpc_kind_code(const char *kind)
+{
+    size_t i;
+
+    if (kind == NULL)
+        return 0;
+    for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(kinds[i].kind, kind) == 0)
+            return kinds[i].code;
+    return 0;
+}
+
+int rpc_kind_known(const char *kind)
+{
+    return rpc_kind_code(kind) != 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Construction
+ * --------------------------------------------------------------------- */
+
+/* {"jsonrpc":"2.0"} plus "id" when id is given (borrowed). */
+static json_t *envelope(json_t *id)
+{
+    json_t *msg = json_object();
+
+    if (msg == NULL)
+        return NULL;
+    if (json_object_set_new(msg, "jsonrpc", json_string("2.0")) < 0)
+        goto fail;
+    if (id != NULL && json_object_set(msg, "id", id) < 0)
+        goto fail;
+    return msg;
+fail:
+    json_decref(msg);
+    return NULL;
+}
+
+json_t *rpc_result_new(json_t *id, json_t *result)
+{
+    json_t *msg;
+
+    if (result == NULL)
+        return NULL;    /* a failed constructor upstream: propagate */
+    msg = envelope(id ? id : json_null());
+    if (msg == NULL) {
+        json_decref(result);
+        return NULL;
+    }
+    if (json_object_set_new(msg, "result", result) < 0) {   /* consumes */
+        json_decref(msg);
+        return NULL;
+    }
+    return msg;
+}
+
+/* A JSON string for message, which is UTF-8 in the normal case.  If it is
+ * not (text from a peer or from Lua), every byte >= 0x80 becomes '?' so
+ * the reply is still valid UTF-8. */
+static json_t *message_string(const char *message)
+{
+    json_t *s;
+    char *copy, *p;
+
+    s = json_string(message);
+    if (s != NULL)
+        return s;
+    copy = strdup(message);
+    if (copy == NULL)
+        return NULL;
+    for (p = copy; *p; p++)
+        if ((unsigned char)*p >= 0x80)
+            *p = '?';
+    s = json_string(copy);
+    free(copy);
+    return s;
+}
+
+/* Make data (stolen; NULL allowed) an object we alone own, with "kind".
+ * A shared object is copied shallowly rather than changed under its other
+ * holders; a non-object is kept under "value". */
+static json_t *error_data(json_t *data, const char *kind)
+{
+    json_t *obj;
+
+    if (json_is_object(data)) {
+        obj = json_copy(data);
+        json_decref(data);
+    } else {
+        obj = json_object();
+        if (obj != NULL && data != NULL && json_object_set(obj, "value", data) < 0) {
+            json_decref(obj);
+            obj = NULL;
+        }
+        json_decref(data);
+    }
+    if (obj == NULL)
+        return NULL;
+    if (json_object_set_new(obj, "kind", json_string(kind)) < 0) {
+        json_decref(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+/*
+ * kind must be one of the contract's kinds.  An unknown kind (a bug in the
+ * caller) becomes "internal_error", so no reply ever carries a kind or code
+ * outside section 5.  message NULL means the kind's name.
+ */
+json_t *rpc_error_new(json_t *id, const char *kind, const char *message, json_t *data)
+{
+    json_t *msg = NULL, *error = NULL;
+
+    if (!rpc_kind_known(kind))
+        kind = "internal_error";
+    data = error_data(data, kind);      /* data is ours from here on */
+    if (data == NULL)
+        return NULL;
+    error = json_object();
+    if (error == NULL)
+        goto fail;
+    if (json_object_set_new(error, "code", json_integer(rpc_kind_code(kind))) < 0
+        || json_object_set_new(error, "message", message_string(message ? message : kind)) < 0)
+        goto fail;
+    if (json_object_set_new(error, "data", data) < 0) {
+        data = NULL;    /* consumed even on failure */
+        goto fail;
+    }
+    data = NULL;
+    msg = envelope(id ? id : json_null());
+    if (msg == NULL)
+        goto fail;
+    if (json_object_set_new(msg, "error", error) < 0) {
+        error = NULL;
+        goto fail;
+    }
+    return msg;
+fail:
+    json_decref(data);
+    json_decref(error);
+    json_decref(msg);
+    return NULL;
+}
+
+json_t *rpc_errorf_new(json_t *id, const char *kind, json_t *data, const char *fmt, ...)
+{
+    va_list ap;
+    char *message;
+    json_t *msg;
+    int n;
+
+    va_start(ap, fmt);
+    n = vasprintf(&message, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        json_decref(data);
+        return NULL;
+    }
+    msg = rpc_error_new(id, kind, message, data);
+    free(message);
+    return msg;
+}
+
+json_t *rpc_request_new(json_t *id, const char *method, json_t *params)
+{
+    json_t *msg = envelope(id);
+
+    if (msg == NULL)
+        goto fail;
+    if (json_object_set_new(msg, "method", json_string(method)) < 0)
+        goto fail;
+    if (params != NULL) {
+        json_t *p = params;
+
+        params = NULL;
+        if (json_object_set_new(msg, "params", p) < 0)     /* consumes */
+            goto fail;
+    }
+    return msg;
+fail:
+    json_decref(params);
+    json_decref(msg);
+    return NULL;
+}
+
+/*
+ * The buffer comes from json_dumps(), i.e. from malloc unless the process
+ * installs other allocators with json_set_alloc_funcs() (sandboxd does
+ * not), and is grown with realloc to hold the '\n'.  The caller frees it
+ * with free().  JSON_COMPACT output never contains a raw newline: newlines
+ * inside strings are escaped, so the result is exactly one NDJSON line.
+ */
+char *rpc_dump_line(const json_t *msg, size_t *len)
+{
+    char *text, *line;
+    size_t n;
+
+    text = json_dumps(msg, JSON_COMPACT);
+    if (text == NULL)
+        return NULL;
+    n = strlen(text);
+    line = realloc(text, n + 2);
+    if (line == NULL) {
+        free(text);
+        return NULL;
+    }
+    line[n] = '\n';
+    line[n + 1] = '\0';
+    *len = n + 1;
+    return line;
+}

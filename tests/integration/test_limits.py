@@ -1,0 +1,195 @@
+"""Resource limits and the sandbox surface (basic cases; the attack corpus lives elsewhere)."""
+
+import pytest
+
+import sbx
+from sbx import strip_lua_position
+
+BIG_TIMEOUT = 30000 * sbx.SCALE
+
+
+# ------------------------------------------------------------------ memory
+
+@pytest.mark.parametrize("code", [
+    "local t = {} local i = 0 while true do i = i + 1 t[i] = {i} end",
+    "local t = {} for i = 1, 1e8 do t[i] = string.rep('x', 1000) .. i end",
+    "local s = 'x' local t = {} for i = 1, 64 do s = s .. s; t[i] = s end",
+])
+def test_memory_limit(client, daemon, code):
+    r = client.execute("print('start') " + code, limits={"max_heap": 32 * 1024 * 1024},
+                       timeout_ms=BIG_TIMEOUT)
+    assert r.code == -32004 and r.kind == "memory_limit", r
+    assert "start" in (r.data.get("output") or ""), r
+    assert isinstance(r.data.get("stats"), dict)
+    daemon.assert_no_leftovers()
+    client.ping()
+
+
+def test_memory_limit_not_catchable(client, daemon):
+    r = client.execute("local ok, e = pcall(function() local t = {} "
+                       "for i = 1, 1e8 do t[i] = string.rep('y', 1000) .. i end end) "
+                       "return 'escaped', ok, e",
+                       limits={"max_heap": 32 * 1024 * 1024}, timeout_ms=BIG_TIMEOUT)
+    assert r.code == -32004 and r.kind == "memory_limit", r
+    r = client.execute("local ok = xpcall(function() local t = {} local i = 0 "
+                       "while true do i = i + 1 t[i] = {} end end, function(m) return m end) "
+                       "return 'escaped'",
+                       limits={"max_heap": 32 * 1024 * 1024}, timeout_ms=BIG_TIMEOUT)
+    assert r.code == -32004, r
+    daemon.assert_no_leftovers()
+
+
+def test_memory_under_limit_fine(client):
+    v = client.value("local t = {} for i = 1, 100000 do t[i] = i end return #t",
+                     limits={"max_heap": 32 * 1024 * 1024})
+    assert v == 100000
+    # garbage is collected: allocating far more than the cap in total is fine
+    v = client.value("local n = 0 for i = 1, 2000 do local s = string.rep('z', 100000) n = n + #s end return n",
+                     limits={"max_heap": 16 * 1024 * 1024}, timeout_ms=BIG_TIMEOUT)
+    assert v == 200000000
+
+
+def test_string_too_large_catchable(client):
+    v = client.value("local ok, e = pcall(string.rep, 'x', 6000000) return ok, e",
+                     limits={"max_heap": 10000000})
+    assert v[0] is False
+    assert "resulting string too large" in v[1], v
+    r = client.execute("return #string.rep('x', 6000000)", limits={"max_heap": 10000000})
+    assert r.code == -32002 and "resulting string too large" in r.message, r
+    # under the ceiling it works
+    assert client.value("return #string.rep('x', 4000000)", limits={"max_heap": 10000000}) == 4000000
+
+
+# ------------------------------------------------------------------ reductions
+
+def test_reductions_limit(client, daemon):
+    r = client.execute("while true do end", limits={"max_reductions": 1000000}, timeout_ms=BIG_TIMEOUT)
+    assert r.code == -32005 and r.kind == "reductions_limit", r
+    assert isinstance(r.data.get("stats"), dict)
+    daemon.assert_no_leftovers()
+
+
+def test_reductions_limit_not_catchable(client, daemon):
+    r = client.execute("local ok = pcall(function() while true do end end) return 'escaped'",
+                       limits={"max_reductions": 1000000}, timeout_ms=BIG_TIMEOUT)
+    assert r.code == -32005 and r.kind == "reductions_limit", r
+    r = client.execute("for i = 1, 1e8 do local ok = pcall(function() end) end return 'escaped'",
+                       limits={"max_reductions": 1000000}, timeout_ms=BIG_TIMEOUT)
+    assert r.code == -32005, r
+    r = client.execute("local co = coroutine.wrap(function() while true do end end) co() return 'escaped'",
+                       limits={"max_reductions": 1000000}, timeout_ms=BIG_TIMEOUT)
+    assert r.code == -32005, r
+    daemon.assert_no_leftovers()
+
+
+def test_reductions_under_limit_fine(client):
+    r = client.exec_ok("local s = 0 for i = 1, 1000 do s = s + i end return s",
+                       limits={"max_reductions": 1000000})
+    assert r["value"] == 500500
+    assert 0 < r["stats"]["reductions"] <= 1000000
+
+
+def test_reductions_budget_fresh_per_execution(client):
+    for _ in range(3):
+        assert client.value("local s = 0 for i = 1, 100000 do s = s + 1 end return s",
+                            limits={"max_reductions": 1000000}) == 100000
+
+
+# ------------------------------------------------------------------ cpu
+
+def test_cpu_limit(client, daemon):
+    r = client.execute("print('spin') while true do end", limits={"cpu_ms": 200},
+                       timeout_ms=BIG_TIMEOUT)
+    assert r.code == -32006 and r.kind == "cpu_limit", r
+    assert "spin" in (r.data.get("output") or ""), r
+    daemon.assert_no_leftovers()
+    client.ping()
+
+
+def test_cpu_limit_not_charged_for_tool_wait(client):
+    import time
+
+    def slow(args):
+        time.sleep(0.5)
+        return 1
+
+    v = client.value("return T.slow()", tools=[{"name": "T", "functions": ["slow"]}],
+                     limits={"cpu_ms": 200}, handlers={"T.slow": slow})
+    assert v == 1
+
+
+def test_priority(client):
+    for p in ("low", "normal"):
+        assert client.value("return 1", limits={"priority": p}) == 1
+
+
+# ------------------------------------------------------------------ sandbox surface
+
+def test_absent_globals(client):
+    names = ["io", "debug", "require", "package", "dofile", "loadfile", "loadstring",
+             "module", "collectgarbage_x"]
+    v = client.value("return {" + ", ".join("type(%s)" % n for n in names[:-1]) + "}")
+    assert v == ["nil"] * (len(names) - 1), dict(zip(names, v))
+    assert client.value("return type(string.dump)") == "nil"
+
+
+def test_os_surface(client):
+    v = client.value("return type(os.execute), type(os.getenv), type(os.exit), type(os.remove), "
+                     "type(os.rename), type(os.tmpname)")
+    assert v == ["nil"] * 6
+    v = client.value("return math.type(os.time()), type(os.date()), type(os.clock()), "
+                     "os.date('!%Y', 0), os.time({year = 2000, month = 1, day = 1, hour = 0}) ~= nil")
+    assert v == ["integer", "string", "number", "1970", True]
+
+
+def test_available_libraries(client):
+    v = client.value("return type(string.format), type(table.concat), type(math.floor), "
+                     "type(utf8.char), type(coroutine.wrap), type(pcall), type(setmetatable), "
+                     "_VERSION, ('x'):upper(), utf8.char(233)")
+    assert v == ["function"] * 7 + ["Lua 5.3", "X", "\u00e9"]
+
+
+def test_coroutines_work(client):
+    v = client.value("local co = coroutine.wrap(function(a) local b = coroutine.yield(a + 1) return b * 2 end) "
+                     "return co(1), co(10)")
+    assert v == [2, 20]
+
+
+def test_load_text_chunks(client):
+    assert client.value("return load('return 1 + 2')()") == 3
+    v = client.value("local f, e = load('return +') return f, type(e)")
+    assert v == [None, "string"]
+    # the loaded chunk sees the sandbox, not a richer environment
+    assert client.value("return load('return type(io)')()") == "nil"
+
+
+def test_load_binary_chunk_refused(client):
+    for mode in ("nil", "'b'", "'bt'", "'t'"):
+        v = client.value("local bin = '\\27Lua\\x53\\0\\x19\\x93\\r\\n\\x1a\\n\\4\\8\\4\\8\\x78\\x56\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\0\\x28\\x77\\x40' "
+                         "local ok, f = pcall(load, bin, 'x', %s) return (not ok) or f == nil" % mode)
+        assert v is True, mode
+    # also through a reader function
+    v = client.value("local parts = {'\\27Lua', '\\x53\\0'} local i = 0 "
+                     "local ok, f = pcall(load, function() i = i + 1 return parts[i] end) "
+                     "return (not ok) or f == nil")
+    assert v is True
+
+
+def test_gc_metamethod_refused(client):
+    v = client.value("local ok, e = pcall(setmetatable, {}, {__gc = function() end}) return ok")
+    assert v is False
+    r = client.execute("setmetatable({}, {__gc = function() while true do end end}) return 'x'")
+    assert r.code == -32002 and r.kind == "runtime_error", r
+
+
+def test_string_metatable_protected(client):
+    r = client.execute("getmetatable('').__index = {upper = function() return 'pwned' end} return ('a'):upper()")
+    if r.ok:
+        # whatever happened stays inside this execution
+        pass
+    assert client.value("return ('a'):upper()") == "A"
+
+
+def test_no_leak_between_executions(client):
+    client.exec_ok("string.upper = function() return 'evil' end; _G.x = 1; math.pi = 3")
+    assert client.value("return string.upper('a'), x, math.pi > 3.14") == ["A", None, True]

@@ -1,0 +1,271 @@
+"""Tool calls, daemon to client (CONTRACT sections 3 and 4)."""
+
+import json
+
+import sbx
+from sbx import NO_REPLY, ToolError, strip_lua_position
+
+WEATHER = {"name": "Weather", "module": "MyApp.Tools.Weather",
+           "functions": [{"name": "get", "arities": [1, 2]}, "list"]}
+ECHO = {"name": "Echo", "functions": ["take", "give", "boom"]}
+
+
+def test_tool_tables_exist(client):
+    v = client.value("return Weather.__module, type(Weather.get), type(Weather.list), "
+                     "Echo.__module, type(Echo.take), type(Nope)",
+                     tools=[WEATHER, ECHO])
+    assert v == ["MyApp.Tools.Weather", "function", "function", "Echo", "function", "nil"]
+    assert client.tool_calls == []
+
+
+def test_tool_call_params_and_result(client):
+    seen = []
+
+    def get(args):
+        seen.append(args)
+        return {"temp": 21.5, "city": args[0]}
+
+    i = client.send_execute("local w = Weather.get('Paris') return w.temp, w.city",
+                            tools=[WEATHER], handlers={"Weather.get": get})
+    r = client.wait(i)
+    assert r.ok, r
+    assert r.result["value"] == [21.5, "Paris"]
+    assert seen == [["Paris"]]
+    call = client.tool_calls[0]
+    assert call.params["execution_id"] == i
+    assert call.params["tool"] == "Weather"
+    assert call.params["module"] == "MyApp.Tools.Weather"
+    assert call.params["function"] == "get"
+    assert call.params["args"] == ["Paris"]
+    assert isinstance(call.id, str)
+    assert r.result["stats"]["tool_calls"] == 1
+
+
+def test_execution_id_string(client):
+    i = client.send_execute("return Echo.give()", tools=[ECHO],
+                            handlers={"Echo.give": lambda a: "given"}, id="exec-str-1")
+    r = client.wait(i)
+    assert r.ok and r.result["value"] == "given", r
+    assert client.tool_calls[0].execution_id == "exec-str-1"
+
+
+def test_module_defaults_to_name(client):
+    client.exec_ok("return Echo.give()", tools=[ECHO], handlers={"Echo.give": lambda a: 1})
+    assert client.tool_calls[0].module == "Echo"
+
+
+def test_sequential_tool_calls_and_stats(client):
+    n = [0]
+
+    def give(args):
+        n[0] += 1
+        return n[0]
+
+    r = client.exec_ok("print('a') local x = Echo.give() print('b') local y = Echo.give() print('c') "
+                       "return x + y", tools=[ECHO], handlers={"Echo.give": give})
+    assert r["value"] == 3
+    assert r["output"] == "a\nb\nc\n"
+    assert r["stats"]["tool_calls"] == 2
+    ids = [c.id for c in client.tool_calls]
+    assert len(set(ids)) == 2, "tool call ids must be distinct: %r" % ids
+
+
+def test_tool_args_encoding(client):
+    client.exec_ok("Echo.take({1, 2, 3}, {a = 1}, 1.5, 2.0, 's', true, {}, 7, {x = {y = {1.0}}})",
+                   tools=[ECHO], handlers={"Echo.take": lambda a: None})
+    call = client.tool_calls[0]
+    assert call.args == [[1, 2, 3], {"a": 1}, 1.5, 2.0, "s", True, [], 7, {"x": {"y": [1.0]}}]
+    assert type(call.args[3]) is float and type(call.args[7]) is int
+    raw_args = call.raw[call.raw.index('"args"'):]
+    assert "2.0" in raw_args and "[1.0]" in raw_args, call.raw
+
+
+def test_tool_args_nil_and_mixed(client):
+    client.exec_ok("Echo.take(1, nil, 3)", tools=[ECHO], handlers={"Echo.take": lambda a: None})
+    client.exec_ok("Echo.take({1, 2, k = 'v'}, {[1] = 'a', [3] = 'c'})", tools=[ECHO],
+                   handlers={"Echo.take": lambda a: None})
+    client.exec_ok("Echo.take()", tools=[ECHO], handlers={"Echo.take": lambda a: None})
+    client.exec_ok("Echo.take({f = print, n = 1})", tools=[ECHO], handlers={"Echo.take": lambda a: None})
+    assert client.tool_calls[0].args == [1, None, 3]
+    assert client.tool_calls[1].args == [{"1": 1, "2": 2, "k": "v"}, {"1": "a", "3": "c"}]
+    assert client.tool_calls[2].args == []
+    assert client.tool_calls[3].args == [{"n": 1}]
+
+
+def test_tool_args_unencodable(client):
+    r = client.execute("local t = {} t.t = t local ok, e = pcall(Echo.take, t) return ok",
+                       tools=[ECHO], handlers={"Echo.take": lambda a: "reached"})
+    assert r.ok or r.kind == "runtime_error", r
+    client.ping()
+
+
+def test_tool_result_conversion(client):
+    res = {"a": [1, 2, {"b": None}], "f": 1.0, "i": 2, "s": "x", "t": True, "e": {}, "n": None}
+    v = client.value("local r = Echo.give() return #r.a, r.a[3].b == nil, math.type(r.f), "
+                     "math.type(r.i), r.s, r.t, type(r.e), next(r.e) == nil, r.n == nil",
+                     tools=[ECHO], handlers={"Echo.give": lambda a: res})
+    assert v == [3, True, "float", "integer", "x", True, "table", True, True]
+    assert client.value("return Echo.give()", tools=[ECHO], handlers={"Echo.give": lambda a: None}) is None
+    assert client.value("return math.type(Echo.give())", tools=[ECHO],
+                        handlers={"Echo.give": lambda a: 5.0}) == "float"
+    assert client.value("return Echo.give()", tools=[ECHO],
+                        handlers={"Echo.give": lambda a: "\u00e9\u2603"}) == "\u00e9\u2603"
+    v = client.value("local t = Echo.give() return #t, t[1], t[2]", tools=[ECHO],
+                     handlers={"Echo.give": lambda a: ["ok", 42]})
+    assert v == [2, "ok", 42]
+
+
+def test_tool_result_single_value(client):
+    v = client.value("return select('#', Echo.give())", tools=[ECHO],
+                     handlers={"Echo.give": lambda a: [1, 2, 3]})
+    assert v == 1
+
+
+def test_tool_error_catchable(client):
+    def boom(args):
+        raise ToolError("tool exploded")
+
+    v = client.value("local ok, e = pcall(Echo.boom, 1) return ok, e", tools=[ECHO],
+                     handlers={"Echo.boom": boom})
+    assert v[0] is False
+    assert strip_lua_position(v[1]) == "Echo.boom: tool exploded", v
+
+
+def test_tool_error_uncaught(client):
+    def get(args):
+        raise ToolError("city not found")
+
+    r = client.execute("print('before')\nlocal w = Weather.get('Atlantis')\nreturn w", tools=[WEATHER],
+                       handlers={"Weather.get": get})
+    assert r.code == -32002 and r.kind == "runtime_error", r
+    assert "Weather.get: city not found" in r.message, r
+    assert r.data.get("output") == "before\n"
+    assert r.data.get("line") == 2, r
+
+
+def test_tool_abort(client, daemon):
+    def get(args):
+        raise ToolError("stop everything", abort=True)
+
+    r = client.execute("local ok = pcall(Weather.get, 'x') print('after') return 'escaped'",
+                       tools=[WEATHER], handlers={"Weather.get": get})
+    assert r.code == -32011 and r.kind == "tool_aborted", r
+    assert "after" not in (r.data.get("output") or "")
+    daemon.assert_no_leftovers()
+    client.ping()
+
+
+def test_arity_checked_by_daemon(client):
+    v = client.value("local ok, e = pcall(Weather.get, 1, 2, 3) return ok, e", tools=[WEATHER],
+                     handlers={"Weather.get": lambda a: "called"})
+    assert v[0] is False
+    assert strip_lua_position(v[1]) == "Weather.get takes 1 or 2 argument(s), got 3", v
+    v = client.value("local ok, e = pcall(Weather.get) return ok, e", tools=[WEATHER],
+                     handlers={"Weather.get": lambda a: "called"})
+    assert v[0] is False
+    assert strip_lua_position(v[1]) == "Weather.get takes 1 or 2 argument(s), got 0", v
+    assert client.tool_calls == [], "a tool/call was sent despite the arity error"
+    # allowed arities go through
+    assert client.value("return Weather.get(1), Weather.get(1, 2)", tools=[WEATHER],
+                        handlers={"Weather.get": lambda a: len(a)}) == [1, 2]
+    # without arities any count goes through
+    assert client.value("return Weather.list(1, 2, 3, 4, 5)", tools=[WEATHER],
+                        handlers={"Weather.list": lambda a: len(a)}) == 5
+
+
+def test_arity_error_uncaught(client):
+    r = client.execute("return Weather.get(1, 2, 3)", tools=[WEATHER])
+    assert r.code == -32002 and "Weather.get takes 1 or 2 argument(s), got 3" in r.message, r
+    assert client.tool_calls == []
+
+
+def test_reference_only_tool(client):
+    tools = [{"name": "Planner", "module": "MyApp.Agents.Planner"},
+             {"name": "Empty", "functions": []}]
+    v = client.value("local n = 0 for k, v in pairs(Planner) do n = n + 1 end "
+                     "local m = 0 for k, v in pairs(Empty) do m = m + 1 end "
+                     "return n, Planner.__module, m, Empty.__module", tools=tools)
+    assert v == [1, "MyApp.Agents.Planner", 1, "Empty"]
+    r = client.execute("return Planner.plan()", tools=tools)
+    assert r.code == -32002 and "call" in r.message and "nil" in r.message, r
+    assert client.tool_calls == []
+
+
+def test_tool_table_passed_as_argument(client):
+    client.exec_ok("Echo.take(Weather)", tools=[ECHO, WEATHER], handlers={"Echo.take": lambda a: None})
+    arg = client.tool_calls[0].args[0]
+    assert isinstance(arg, dict) and arg.get("__module") == "MyApp.Tools.Weather", arg
+
+
+def test_unknown_response_id_ignored(client):
+    def give(args):
+        client.send_raw(b'{"jsonrpc":"2.0","id":"no-such-call","result":666}\n')
+        client.send_raw(b'{"jsonrpc":"2.0","id":123456,"error":{"code":1,"message":"stray","data":{"abort":true}}}\n')
+        return 7
+
+    r = client.execute("local a = Echo.give() return a * 6", tools=[ECHO], handlers={"Echo.give": give})
+    assert r.ok and r.result["value"] == 42, r
+    client.assert_quiet_until_ping()
+
+
+def test_tool_answer_twice_ignored(client):
+    i = client.send_execute("local a = Echo.give() local b = Echo.give() return a, b", tools=[ECHO],
+                            handlers={"Echo.give": lambda a: NO_REPLY})
+    c1 = client.wait_deferred(1)
+    client.reply(c1, 1)
+    client.reply(c1, 99)           # duplicate answer: must not be taken for the second call
+    c2 = client.wait_deferred(2)
+    client.reply(c2, 2)
+    r = client.wait(i)
+    assert r.ok and r.result["value"] == [1, 2], r
+
+
+def test_out_of_order_executions(client):
+    a = client.send_execute("return Slow.wait() + 1", tools=[{"name": "Slow", "functions": ["wait"]}],
+                            handlers={"Slow.wait": lambda args: NO_REPLY})
+    call = client.wait_deferred(1)
+    assert call.execution_id == a
+    b = client.send_execute("return 'b'")
+    rb = client.wait(b)
+    assert rb.ok and rb.result["value"] == "b"
+    client.reply(call, 41)
+    ra = client.wait(a)
+    assert ra.ok and ra.result["value"] == 42, ra
+
+
+def test_interleaved_tool_calls_answered_in_reverse(client):
+    tools = [{"name": "T", "functions": ["f"]}]
+    ids = [client.send_execute("return T.f(%d) * 10" % n, tools=tools,
+                               handlers={"T.f": lambda args: NO_REPLY}) for n in range(4)]
+    client.wait_deferred(4)
+    by_exec = {c.execution_id: c for c in client.deferred}
+    assert set(by_exec) == set(ids)
+    for i in reversed(ids):
+        c = by_exec[i]
+        client.reply(c, c.args[0] + 1)
+    for n, i in enumerate(ids):
+        r = client.wait(i)
+        assert r.ok and r.result["value"] == (n + 1) * 10, r
+
+
+def test_tool_error_without_data(client):
+    i = client.send_execute("local ok, e = pcall(Echo.boom) return ok, e", tools=[ECHO],
+                            handlers={"Echo.boom": lambda a: NO_REPLY})
+    c = client.wait_deferred(1)
+    client.send_raw(json.dumps({"jsonrpc": "2.0", "id": c.id,
+                                "error": {"code": -1, "message": "m\u00e9"}}) + "\n")
+    r = client.wait(i)
+    assert r.ok, r
+    assert r.result["value"][0] is False
+    assert strip_lua_position(r.result["value"][1]) == "Echo.boom: m\u00e9", r
+
+
+def test_tool_result_deeply_nested(client):
+    i = client.send_execute("local ok, e = pcall(Echo.give) return ok", tools=[ECHO],
+                            handlers={"Echo.give": lambda a: NO_REPLY})
+    c = client.wait_deferred(1)
+    client.send_raw('{"jsonrpc":"2.0","id":%s,"result":%s%s}\n' % (json.dumps(c.id), "[" * 500, "]" * 500))
+    r = client.wait(i)
+    # too deep: a clear Lua error (or a documented substitute), never a crash
+    assert r.ok or r.kind == "runtime_error", r
+    client.ping()
