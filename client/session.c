@@ -239,51 +239,67 @@ static int send_error(struct ctl_session *s, json_t *id, const char *kind, const
     return send_new(s, rpc_error_new(id, kind, msg, NULL));
 }
 
-/* Start the next queued tool call that needs a command, answering the
- * others (fixed replies, calls without a handler, bad params) on the way. */
+/* Start h's command for the call `id`, or answer that it cannot run. */
+static int start_command(struct ctl_session *s, const struct ctl_handler *h, json_t *id,
+                         json_t *args)
+{
+    json_t *empty = args ? NULL : json_array();
+    char text[256];
+    int rc = 0;
+
+    if (ctl_run_start(&s->run, h, id, args ? args : empty) == 0) {
+        info(s, "%s.%s: running /bin/sh -c '%s'", h->tool, h->func, h->command);
+        s->running = 1;
+    } else {
+        snprintf(text, sizeof text, "cannot run the tool command: %s", strerror(errno));
+        info(s, "%s.%s: %s", h->tool, h->func, text);
+        rc = send_new(s, json_pack("{s:s, s:O, s:{s:i, s:s, s:{}}}", "jsonrpc", "2.0", "id", id,
+                                   "error", "code", CTL_TOOL_ERROR_CODE, "message", text,
+                                   "data"));
+    }
+    json_decref(empty);
+    return rc;
+}
+
+/* Answer one tool/call request (borrowed), or start the command that will. */
+static int serve_call(struct ctl_session *s, json_t *req)
+{
+    json_t *id = json_object_get(req, "id"), *params = json_object_get(req, "params");
+    json_t *args = json_object_get(params, "args");
+    const char *tool = json_string_value(json_object_get(params, "tool"));
+    const char *func = json_string_value(json_object_get(params, "function"));
+    const struct ctl_handler *h;
+    char text[512];
+
+    if (tool == NULL || func == NULL || (args != NULL && !json_is_array(args)))
+        return send_error(s, id, "invalid_params",
+                          "tool/call needs params.tool, params.function and params.args");
+    if (s->interrupts > 0)
+        return send_error(s, id, "cancelled", "cancelled by the user (Ctrl-C)");
+    h = ctl_tools_find(s->tools, tool, func);
+    if (h == NULL) {
+        snprintf(text, sizeof text,
+                 "sandboxctl has no handler for %.200s.%.200s (give one with --tool or "
+                 "--tool-reply)", tool, func);
+        return send_error(s, id, "method_not_found", text);
+    }
+    if (h->kind == CTL_HANDLER_REPLY) {
+        info(s, "%s.%s: fixed reply", tool, func);
+        return send_new(s, rpc_result_new(id, json_incref(h->reply)));
+    }
+    return start_command(s, h, id, args);
+}
+
+/* Serve queued tool calls, in order, until one needs a command to run. */
 static int pump_tools(struct ctl_session *s)
 {
-    const struct ctl_handler *h;
-    json_t *req, *id, *params, *args, *empty;
-    const char *tool, *func;
-    char text[512];
+    json_t *req;
     int rc = 0;
 
     while (!s->running && rc == 0 && json_array_size(s->queue) > 0) {
         req = json_incref(json_array_get(s->queue, 0));
         json_array_remove(s->queue, 0);
-        id = json_object_get(req, "id");
-        params = json_object_get(req, "params");
-        tool = json_string_value(json_object_get(params, "tool"));
-        func = json_string_value(json_object_get(params, "function"));
-        args = json_object_get(params, "args");
-        if (tool == NULL || func == NULL || (args != NULL && !json_is_array(args))) {
-            rc = send_error(s, id, "invalid_params",
-                            "tool/call needs params.tool, params.function and params.args");
-        } else if (s->interrupts > 0) {
-            rc = send_error(s, id, "cancelled", "cancelled by the user (Ctrl-C)");
-        } else if ((h = ctl_tools_find(s->tools, tool, func)) == NULL) {
-            snprintf(text, sizeof text,
-                     "sandboxctl has no handler for %s.%s (give one with --tool or --tool-reply)",
-                     tool, func);
-            rc = send_error(s, id, "method_not_found", text);
-        } else if (h->kind == CTL_HANDLER_REPLY) {
-            info(s, "%s.%s: fixed reply", tool, func);
-            rc = send_new(s, rpc_result_new(id, json_incref(h->reply)));
-        } else {
-            empty = args ? NULL : json_array();
-            if (ctl_run_start(&s->run, h, id, args ? args : empty) == 0) {
-                info(s, "%s.%s: running /bin/sh -c '%s'", tool, func, h->command);
-                s->running = 1;
-            } else {
-                snprintf(text, sizeof text, "cannot run the tool command: %s", strerror(errno));
-                info(s, "%s.%s: %s", tool, func, text);
-                rc = send_new(s, json_pack("{s:s, s:O, s:{s:i, s:s, s:{}}}", "jsonrpc", "2.0",
-                                           "id", id, "error", "code", CTL_TOOL_ERROR_CODE,
-                                           "message", text, "data"));
-            }
-            json_decref(empty);
-        }
+        rc = serve_call(s, req);
         json_decref(req);
     }
     return rc;
@@ -410,11 +426,15 @@ static int on_line(struct ctl_session *s, const char *line, size_t len)
     if (is_answer(s, &m) ||
         ((m.type == RPC_RESPONSE || m.type == RPC_INVALID) && is_null_id_error(m.root))) {
         s->answer = json_incref(m.root);
-        s->answer_line = strndup(line, len);
-        s->answer_len = len;
+        s->answer_line = malloc(len + 1);
         s->answered = 1;
-        if (s->answer_line == NULL)
+        if (s->answer_line == NULL) {
             rc = -1;
+            goto out;
+        }
+        memcpy(s->answer_line, line, len);
+        s->answer_line[len] = '\0';
+        s->answer_len = len;
         goto out;
     }
     switch (m.type) {

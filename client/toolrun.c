@@ -365,11 +365,14 @@ static json_t *failure_reply(const struct ctl_run *r)
 static json_t *not_json_reply(const struct ctl_run *r, const json_error_t *jerr)
 {
     char shown[120], text[400];
+    size_t n = r->out.len;
 
+    while (n > 0 && (r->out.p[n - 1] == '\n' || r->out.p[n - 1] == '\r'))
+        n--;
     if (r->out.len == 0) {
         snprintf(text, sizeof text, "tool command output is not JSON: it printed nothing");
     } else {
-        ctl_excerpt(shown, sizeof shown, r->out.p, r->out.len);
+        ctl_excerpt(shown, sizeof shown, r->out.p, n);
         snprintf(text, sizeof text, "tool command output is not JSON: %s (output: '%s')",
                  jerr->text, shown);
     }

@@ -9,6 +9,7 @@
 #include "daemon/conn.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,7 @@ struct conn *conn_new(struct sup *s, int fd)
     c->rio.data = c;
     ev_io_init(&c->wio, conn_write_cb, fd, EV_WRITE);
     c->wio.data = c;
+    ev_timer_init(&c->hup, NULL, 0., 0.);
     ev_io_start(s->loop, &c->rio);
     return c;
 }
@@ -66,6 +68,7 @@ void conn_close(struct conn *c)
     exec_detach_all(c);
     ev_io_stop(c->sup->loop, &c->rio);
     ev_io_stop(c->sup->loop, &c->wio);
+    ev_timer_stop(c->sup->loop, &c->hup);
     close(c->fd);
     c->fd = -1;
     list_del(&c->node);
@@ -94,6 +97,7 @@ void conn_fail(struct conn *c)
         return;
     ev_io_stop(s->loop, &c->rio);
     ev_io_stop(s->loop, &c->wio);
+    ev_timer_stop(s->loop, &c->hup);
     c->closing = 1;
     list_add_tail(&s->doomed, &c->doomed_node);
     if (!ev_is_active(&s->doomed_prep)) {
@@ -122,8 +126,50 @@ static void conn_flush(struct conn *c)
     }
     c->out_len = c->out_pos = 0;
     ev_io_stop(c->sup->loop, &c->wio);
-    if (c->closing)
+    conn_maybe_finish(c);
+}
+
+/* A connection whose input has ended closes once every execution it
+ * started has been answered and the answers have left. */
+void conn_maybe_finish(struct conn *c)
+{
+    if (c->closing && c->out_pos == c->out_len && list_empty(&c->execs))
         conn_fail(c);
+}
+
+/* While half-closed with work in flight, watch for the peer going away
+ * entirely (POLLHUP), which cancels its executions like any close. */
+static void hup_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    struct conn *c = t->data;
+    struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+    (void)loop; (void)revents;
+
+    if (c->fd < 0)
+        return;
+    if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)))
+        conn_fail(c);
+    else
+        conn_maybe_finish(c);
+}
+
+/* read() returned 0.  A peer that only shut down its writing side (as
+ * `socat` does after sending) still gets its answers; a peer that closed the
+ * socket, or died, gets its executions cancelled. */
+static void conn_eof(struct conn *c)
+{
+    struct pollfd p = { .fd = c->fd, .events = POLLOUT };
+
+    if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR))) {
+        conn_fail(c);
+        return;
+    }
+    c->closing = 1;
+    ev_io_stop(c->sup->loop, &c->rio);
+    ev_timer_init(&c->hup, hup_cb, 0.1, 0.1);
+    c->hup.data = c;
+    ev_timer_start(c->sup->loop, &c->hup);
+    conn_maybe_finish(c);
 }
 
 static void conn_write_cb(struct ev_loop *loop, ev_io *io, int revents)
@@ -202,8 +248,7 @@ void conn_close_after_flush(struct conn *c)
 {
     c->closing = 1;
     ev_io_stop(c->sup->loop, &c->rio);
-    if (c->out_pos == c->out_len)
-        conn_fail(c);
+    conn_maybe_finish(c);
 }
 
 static void conn_handle_line(struct conn *c, const char *line, size_t len)
@@ -249,7 +294,11 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents)
             continue;
         if (n < 0 && errno == EAGAIN)
             break;
-        if (n <= 0) {
+        if (n == 0) {
+            conn_eof(c);
+            break;
+        }
+        if (n < 0) {
             conn_fail(c);
             break;
         }

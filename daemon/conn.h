@@ -36,6 +36,7 @@ struct conn {
     struct list_head doomed_node; /* in sup->doomed once conn_fail() was called */
     int    fd;
     ev_io  rio, wio;
+    ev_timer hup;               /* half-closed: watch for a full close */
     struct ndjson_reader rd;
     char  *out;                 /* owned write queue: out[out_pos..out_len) */
     size_t out_len, out_pos, out_cap;
@@ -61,5 +62,7 @@ void conn_send_error(struct conn *c, json_t *id, const char *kind, json_t *data,
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* After the queue drains, close (used for `forbidden`). */
 void conn_close_after_flush(struct conn *c);
+/* Close if input has ended, nothing is in flight and all is written. */
+void conn_maybe_finish(struct conn *c);
 
 #endif

@@ -168,10 +168,14 @@ static void exec_finish(struct exec *e)
 
 static void exec_free(struct exec *e)
 {
+    struct conn *c = e->conn;
+
     if (e->w)
         e->w->exec = NULL;
     exec_stop_timers(e);
     list_del(&e->conn_node);
+    if (c)
+        conn_maybe_finish(c);
     list_del(&e->q_node);
     json_decref(e->req_id);
     json_decref(e->job);

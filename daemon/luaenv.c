@@ -374,3 +374,11 @@ fail:
     free(e);
     return NULL;
 }
+
+void luaenv_free(struct luaenv *e)
+{
+    if (e == NULL)
+        return;
+    lua_close(e->L);
+    free(e);
+}

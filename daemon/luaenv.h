@@ -14,7 +14,8 @@
  * registry._LOADED holds only the exposed tables; the string metatable is
  * locked (__metatable = false).  Replaced functions:
  *   load            text only (mode forced to "t") for strings and readers;
- *                   a reader may deliver at most the string cap in total
+ *                   env defaults to the sandbox globals; a reader may
+ *                   deliver at most the string cap in total
  *   pcall, xpcall   rethrow while a fatal limit is set; xpcall skips the
  *                   user handler while fatal
  *   coroutine.resume, coroutine.wrap   rethrow while fatal
@@ -36,8 +37,13 @@
  *             string_cap = min(max_heap/2, 256 MiB) is refused; at the next
  *             protected boundary the "not enough memory" error becomes the
  *             catchable "resulting string too large".
- *   reductions  a count hook, installed only when a budget (or a CPU budget)
- *             is set; coroutines created afterwards inherit it.
+ *   reductions  a count hook (period 1000, charged per period), installed
+ *             only when a budget (or a CPU budget) is set; coroutines
+ *             created afterwards inherit it.
+ *   GC        with a heap cap the collector never idles (pause 100), and
+ *             string.rep / table.concat run a full collection first when
+ *             their result would not fit: luaL_Buffer growth gets no
+ *             emergency collection, and its refusal is fatal.
  * A refusal by the heap cap (LUA_ERRMEM, or the runtime error "not enough
  * memory for buffer allocation" while the last refusal was a heap refusal),
  * an exhausted instruction budget or CPU budget sets `fatal`.  From then on
@@ -107,6 +113,10 @@ enum { LUAENV_REFUSED_NONE = 0, LUAENV_REFUSED_HEAP, LUAENV_REFUSED_STRING };
 /* A new state with the sandbox environment and no limits.  NULL on failure.
  * The caller owns it; it is never closed in a worker. */
 struct luaenv *luaenv_new(void);
+
+/* Close and free: only where no job code ever ran in the state (the
+ * zygote, tests); a worker _exits instead. */
+void luaenv_free(struct luaenv *e);
 
 lua_State *luaenv_state(struct luaenv *e);
 

@@ -169,17 +169,31 @@ fail:
     return NULL;
 }
 
-/* Limits as the worker sees them: integers, null for infinity. */
+/* Slack for RLIMIT_AS above max_heap: the process image, jansson buffers for
+ * the job and the result, allocator fragmentation.  Lua's own cap always
+ * fires first; the kernel limit is the backstop for bugs in C. */
+#define AS_SLACK (512ull * 1024 * 1024)
+
+/* Limits as the worker sees them: integers, null for infinity.  rlimit_as
+ * and rlimit_cpu (seconds) are the kernel backstops the worker sets on
+ * itself: SIGXCPU a second after the supervisor's own CPU check. */
 static json_t *job_limits(const struct sup *s, const struct limits *l)
 {
-    return json_pack("{s:o,s:o,s:I,s:I,s:I}",
+    json_t *as = json_null(), *cpu = json_null();
+
+    if (!SANDBOXD_SANITIZE && l->max_heap != LIMIT_INF && l->max_heap < UINT64_MAX / 2)
+        as = json_integer((json_int_t)(l->max_heap + AS_SLACK));
+    if (l->cpu_ms != LIMIT_INF)
+        cpu = json_integer((json_int_t)(l->cpu_ms / 1000 + 2));
+    return json_pack("{s:o,s:o,s:I,s:I,s:I,s:o,s:o}",
                      "max_heap", l->max_heap == LIMIT_INF ? json_null() :
                                  json_integer((json_int_t)l->max_heap),
                      "max_reductions", l->max_reductions == LIMIT_INF ? json_null() :
                                        json_integer((json_int_t)l->max_reductions),
                      "max_output_bytes", (json_int_t)l->max_output_bytes,
                      "max_bindings_bytes", (json_int_t)l->max_bindings_bytes,
-                     "max_result_bytes", (json_int_t)s->cfg.max_message_bytes);
+                     "max_result_bytes", (json_int_t)s->cfg.max_message_bytes,
+                     "rlimit_as", as, "rlimit_cpu", cpu);
 }
 
 /* execute and check share everything up to the job. */

@@ -15,8 +15,10 @@
 
 #include <jansson.h>
 #include <lauxlib.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -211,6 +213,11 @@ static int tool_call(lua_State *L)
             return lua_error(L);        /* the box frees args */
         }
         json_array_append_new(args, v);
+    }
+    if (job->max_result != 0 && json_dumpb(args, NULL, 0, JSON_COMPACT) > job->max_result) {
+        lua_pushfstring(L, "%s.%s: arguments larger than %I bytes", tool, fn,
+                        (lua_Integer)job->max_result);
+        return lua_error(L);
     }
     *box = NULL;
     send_tool_call(job, tool, fn, args);    /* takes args */
@@ -423,17 +430,11 @@ static void end_result(struct job *job, lua_State *L, int g, int base, int first
 
     value = encode_results(L, first, job->max_result, &err);
     if (value == NULL) {
-        if (strcmp(err, CODEC_ERR_TOO_LARGE) == 0) {
-            snprintf(buf, sizeof buf, "the returned value is larger than %zu bytes", job->max_result);
-            err = buf;
-        }
-        end_error(job, "runtime_error", "cannot return the value: ", 25);
-        if (job->end != NULL) {
-            json_t *m = json_object_get(job->end, "message");
-            char text[TEXT_MAX];
-            snprintf(text, sizeof text, "%s%s", json_string_value(m), err);
-            json_object_set_new(job->end, "message", json_string(text));
-        }
+        if (strcmp(err, CODEC_ERR_TOO_LARGE) == 0)
+            snprintf(buf, sizeof buf, "cannot return the value: larger than %zu bytes", job->max_result);
+        else
+            snprintf(buf, sizeof buf, "cannot return the value: %s", err);
+        end_errorf(job, "runtime_error", buf);
         return;
     }
     if (bindings_export(L, g, base, job->max_bindings, &b, &size, &err) != 0) {
@@ -470,7 +471,8 @@ static int job_main(lua_State *L)
         make_tools(L, job, g);
         make_baseline(L, g);
         base = lua_gettop(L);
-        if (bindings != NULL && bindings_restore(L, g, base, bindings, &err) != 0) {
+        if (bindings != NULL && !json_is_null(bindings)
+            && bindings_restore(L, g, base, bindings, &err) != 0) {
             end_errorf(job, "invalid_params", err);
             return 0;
         }
@@ -551,6 +553,27 @@ static void read_job(struct job *job)
         _exit(WORKER_EXIT_PROTO);
 }
 
+/* The supervisor sizes the kernel backstops; the worker lowers its own
+ * limits (always permitted, and allowed by the seccomp filter only for these
+ * two resources of this process).  A failure leaves the looser limits set
+ * by contain_worker in place. */
+static void apply_rlimits(json_t *limits)
+{
+    json_t *as = json_object_get(limits, "rlimit_as");
+    json_t *cpu = json_object_get(limits, "rlimit_cpu");
+    struct rlimit r;
+
+    if (json_is_integer(as) && json_integer_value(as) > 0) {
+        r.rlim_cur = r.rlim_max = (rlim_t)json_integer_value(as);
+        (void)setrlimit(RLIMIT_AS, &r);
+    }
+    if (json_is_integer(cpu) && json_integer_value(cpu) > 0) {
+        r.rlim_cur = (rlim_t)json_integer_value(cpu);
+        r.rlim_max = r.rlim_cur + 1;
+        (void)setrlimit(RLIMIT_CPU, &r);
+    }
+}
+
 static void apply_limits(struct job *job)
 {
     json_t *limits = json_object_get(job->spec, "limits");
@@ -565,6 +588,7 @@ static void apply_limits(struct job *job)
         lim.max_reductions = 1;
     lim.cpu_us = (uint64_t)limit_of(limits, "cpu_ms", 0) * 1000u;  /* optional extension */
     lim.max_output_bytes = limit_of(limits, "max_output_bytes", DEFAULT_OUTPUT);
+    apply_rlimits(limits);
     lim.output_fd = job->check ? -1 : job->fd;
     job->max_result = limit_of(limits, "max_result_bytes", DEFAULT_RESULT);
     job->max_bindings = limit_of(limits, "max_bindings_bytes", DEFAULT_BINDINGS);
@@ -629,7 +653,9 @@ void worker_run(struct luaenv *env, int fd)
     status = lua_pcall(L, 1, 0, 0);
     if (status != LUA_OK) {
         /* escaped job_main: a memory error in tool tables or bindings */
-        if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL) {
+        enum luaenv_caught c = luaenv_catch(L, status);
+        luaenv_finish(env);
+        if (c == LUAENV_CAUGHT_FATAL) {
             end_fatal(&job);
         } else {
             size_t len;

@@ -18,11 +18,6 @@
 #include "daemon/sched.h"
 #include "daemon/sup.h"
 
-/* Slack for RLIMIT_AS above max_heap: the process image, jansson buffers for
- * the job and the result, allocator fragmentation.  Lua's own cap always
- * fires first; this is the backstop for bugs in C. */
-#define AS_SLACK (512ull * 1024 * 1024)
-
 static void wproc_read_cb(struct ev_loop *loop, ev_io *io, int revents);
 static void wproc_write_cb(struct ev_loop *loop, ev_io *io, int revents);
 
@@ -68,22 +63,10 @@ struct wproc *wproc_find(struct sup *s, pid_t pid)
 
 void wproc_apply_limits(struct wproc *w, const struct limits *lim)
 {
-#if !SANDBOXD_SANITIZE   /* ASan reserves terabytes of address space */
-    if (lim->max_heap != LIMIT_INF) {
-        uint64_t as = lim->max_heap > UINT64_MAX - AS_SLACK ? UINT64_MAX : lim->max_heap + AS_SLACK;
-        struct rlimit r = { (rlim_t)as, (rlim_t)as };
-        if (prlimit(w->pid, RLIMIT_AS, &r, NULL) != 0)
-            log_warn("worker %d: prlimit(RLIMIT_AS): %s", (int)w->pid, strerror(errno));
-    }
-#endif
-    if (lim->cpu_ms != LIMIT_INF) {
-        /* The supervisor's CPU timer fires at cpu_ms; SIGXCPU one second
-         * later is the backstop, and the hard limit one second after that. */
-        rlim_t soft = (rlim_t)(lim->cpu_ms / 1000 + 2);
-        struct rlimit r = { soft, soft + 1 };
-        if (prlimit(w->pid, RLIMIT_CPU, &r, NULL) != 0)
-            log_warn("worker %d: prlimit(RLIMIT_CPU): %s", (int)w->pid, strerror(errno));
-    }
+    /* RLIMIT_AS and RLIMIT_CPU are lowered by the worker itself (see the job's
+     * rlimit_* fields): prlimit on a worker that runs under another uid would
+     * need CAP_SYS_RESOURCE.  Raising the nice value of a process we may
+     * signal needs no privilege beyond that. */
     if (setpriority(PRIO_PROCESS, (id_t)w->pid, priority_nice(lim->priority)) != 0)
         log_debug("worker %d: setpriority: %s", (int)w->pid, strerror(errno));
 }

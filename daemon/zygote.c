@@ -22,6 +22,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "daemon/log.h"
 #include "daemon/sched.h"
 #include "daemon/sup.h"
@@ -277,6 +279,9 @@ void zygote_main(int argc, char **argv)
         opts.chroot_dir = argv[6][0] ? argv[6] : NULL;
     }
     clearenv();
+    /* jansson seeds its hash function from /dev/urandom on first use; do it
+     * here, where open() is still allowed, not in a worker under seccomp. */
+    json_object_seed(0);
     opts.devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (opts.devnull < 0) {
         log_err("zygote: /dev/null: %s", strerror(errno));

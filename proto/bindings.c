@@ -186,6 +186,7 @@ struct exporter {
     size_t used; /* approximate JSON bytes so far */
     int depth;   /* tables on the current path */
     const void *path[CODEC_MAX_DEPTH];
+    const void *root; /* the globals table: on every path, at depth 0 */
     const char *err;
 };
 
@@ -458,6 +459,8 @@ static int exp_table(struct exporter *x, int idx, json_t **out)
     struct entries es = {NULL, 0, 0};
     int i, top = lua_gettop(L);
 
+    if (p == x->root)
+        return EXP_DROP; /* g = _G: a cycle through the globals table */
     for (i = 0; i < x->depth; i++)
         if (x->path[i] == p)
             return EXP_DROP; /* a cycle: cut where it recurs */
@@ -561,6 +564,7 @@ int bindings_export(lua_State *L, int gidx, int bidx, size_t max_bytes,
     x.max = max_bytes;
     gidx = lua_absindex(L, gidx);
     bidx = lua_absindex(L, bidx);
+    x.root = lua_topointer(L, gidx);
     if (!lua_checkstack(L, 4)) { /* key, value, baseline probe */
         *err = err_nomem;
         return -1;

@@ -7,7 +7,8 @@
  *
  *   true / false            JSON boolean
  *   integer                 JSON integer
- *   string, valid UTF-8     JSON string (NUL allowed)
+ *   string, valid UTF-8     JSON string (NUL allowed: \u0000, so a jansson
+ *                           reader needs JSON_ALLOW_NUL)
  *   string, other bytes     ["b", "<base64>"]
  *   float                   ["f", "<C99 hex float, e.g. 0x1.8p+1, or inf, -inf, nan, -nan>"]
  *   table                   ["t", [[key, value], ...]]   (keys encoded the same way)
@@ -25,7 +26,8 @@
  * existed before user code ran).  Functions, userdata, threads and
  * metatables are not kept; a table entry whose key or value is not plain
  * data is dropped; a table met again on the current path (a cycle) is
- * dropped at the point of recurrence, as Legion does; nesting deeper than
+ * dropped at the point of recurrence, as Legion does (the globals table
+ * itself counts as on the path, so `g = _G` is not kept); nesting deeper than
  * CODEC_MAX_DEPTH drops the too-deep entry (a global's own table is at
  * depth 1; restore rejects deeper nesting).  A string key that is not UTF-8
  * is kept (as "b"); a table key drops its entry.  Reading is raw.
@@ -46,12 +48,13 @@
 #include <stddef.h>
 
 /* Read the globals table at stack index gidx.  The baseline is a table at
- * stack index bidx whose keys are the names to skip.  The stack is left as
- * it was.  On success *out is a
+ * stack index bidx whose keys are the names to skip.  On success *out is a
  * new JSON array (owned by the caller) and *size its approximate encoded
- * size in bytes.  Returns 0, or -1 with *err set (out of memory, or the
+ * size in bytes: never less than the length of json_dumps(*out,
+ * JSON_COMPACT).  Returns 0, or -1 with *err set (out of memory, or the
  * encoding grew beyond max_bytes: err is then "bindings too large"; a
- * max_bytes of 0 means unbounded). */
+ * max_bytes of 0 means unbounded).  The stack is left as it was.  Never
+ * raises. */
 int bindings_export(lua_State *L, int gidx, int bidx, size_t max_bytes,
                     json_t **out, size_t *size, const char **err);
 

@@ -157,6 +157,7 @@ def test_half_close_with_pending_execution(daemon):
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV])
 def test_worker_killed_is_crashed(client, daemon, sig):
+    daemon.assert_no_leftovers()
     i = start_looping(client, daemon)
     pids = daemon.worker_pids()
     assert len(pids) == 1, "expected exactly one worker, have %r" % daemon.children()

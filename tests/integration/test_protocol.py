@@ -5,7 +5,6 @@ import subprocess
 
 import pytest
 
-import sbx
 from conftest import DEFAULT_CONFIG, SANDBOXD_BIN
 
 LIMIT_KEYS = ["timeout_ms", "max_heap", "max_reductions", "cpu_ms", "priority",

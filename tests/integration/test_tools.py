@@ -2,7 +2,6 @@
 
 import json
 
-import sbx
 from sbx import NO_REPLY, ToolError, strip_lua_position
 
 WEATHER = {"name": "Weather", "module": "MyApp.Tools.Weather",

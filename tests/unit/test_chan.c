@@ -146,7 +146,7 @@ static void expect_poisoned(int from_worker, uint32_t type, uint32_t flen, size_
     struct chan_reader rd;
     unsigned char hdr[CHAN_HEADER_SIZE];
     unsigned char *good = NULL;
-    size_t n = 0, len, i;
+    size_t n = 0, len, i, held;
     uint32_t t;
     const unsigned char *p;
 
@@ -156,8 +156,11 @@ static void expect_poisoned(int from_worker, uint32_t type, uint32_t flen, size_
     /* the header alone decides; no payload byte has been fed */
     assert_int_equal(chan_reader_feed(&rd, hdr, sizeof hdr), 0);
     assert_int_equal(chan_reader_next(&rd, &t, &p, &len), CHAN_BAD);
+    assert_true(rd.bad);
+    held = rd.len;
     for (i = 0; i < 3; i++) {
         assert_int_equal(chan_reader_feed(&rd, good, n), 0);
+        assert_int_equal(rd.len, held);     /* dropped, not stored */
         assert_int_equal(chan_reader_next(&rd, &t, &p, &len), CHAN_BAD);
         assert_null(p);
     }
@@ -250,6 +253,11 @@ static void test_good_then_bad(void **state)
     assert_int_equal(chan_reader_next(&rd, &t, &p, &len), CHAN_FRAME);
     assert_int_equal(t, CHAN_OUTPUT);
     assert_int_equal(chan_reader_next(&rd, &t, &p, &len), CHAN_BAD);
+    assert_true(rd.bad);
+    /* poisoned: a valid frame fed now is dropped, not delivered */
+    n = rd.len;
+    assert_int_equal(chan_reader_feed(&rd, s, CHAN_HEADER_SIZE + 1), 0);
+    assert_int_equal(rd.len, n);
     assert_int_equal(chan_reader_next(&rd, &t, &p, &len), CHAN_BAD);
     chan_reader_free(&rd);
     free(s);
@@ -395,7 +403,9 @@ static void test_recv_byte_by_byte(void **state)
     free(f);
 }
 
-static void test_recv_oversized(void **state)
+/* The length is refused from the header: the payload is never waited for
+ * (the writer has shut down, so a read would see EOF) nor allocated. */
+static void expect_recv_refused(uint32_t flen, size_t max_payload)
 {
     unsigned char hdr[CHAN_HEADER_SIZE];
     int sv[2];
@@ -403,19 +413,23 @@ static void test_recv_oversized(void **state)
     char *p = (char *)1;
     size_t len;
 
-    (void)state;
     pair(sv);
-    put_header(hdr, CHAN_JOB, 0xffffffffu);     /* no payload follows */
+    put_header(hdr, CHAN_JOB, flen);
     assert_int_equal(write(sv[0], hdr, sizeof hdr), (ssize_t)sizeof hdr);
-    assert_int_equal(chan_recv(sv[1], &t, &p, &len, 1000), -1);
+    assert_int_equal(shutdown(sv[0], SHUT_WR), 0);
+    assert_int_equal(chan_recv(sv[1], &t, &p, &len, max_payload), -1);
     assert_int_equal(errno, EMSGSIZE);
     assert_null(p);
-    put_header(hdr, CHAN_JOB, 1001);
-    assert_int_equal(write(sv[0], hdr, sizeof hdr), (ssize_t)sizeof hdr);
-    assert_int_equal(chan_recv(sv[1], &t, &p, &len, 1000), -1);
-    assert_int_equal(errno, EMSGSIZE);
     close(sv[0]);
     close(sv[1]);
+}
+
+static void test_recv_oversized(void **state)
+{
+    (void)state;
+    expect_recv_refused(0xffffffffu, 1000);
+    expect_recv_refused(1001, 1000);
+    expect_recv_refused(1, 0);
 }
 
 static void test_recv_truncated(void **state)

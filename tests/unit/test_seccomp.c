@@ -79,8 +79,12 @@ struct spawn_opts {
     uid_t uid;
     gid_t gid;
     const char *chroot_dir;
+    gid_t extra_group;         /* root only: a supplementary group to drop */
     struct layout layout;
 };
+
+/* Exit code of a child whose contain_worker() failed with errno e. */
+#define CONTAIN_FAILED(e) (150 + ((e) > 0 && (e) < 100 ? (e) : 0))
 
 /* ---------------------------------------------------------------- harness */
 
@@ -143,8 +147,10 @@ child_main(int chan, int devnull, const struct spawn_opts *so, child_body body)
         .gid = so->gid,
         .chroot_dir = so->chroot_dir,
     };
+    if (so->drop_privs && so->extra_group && setgroups(1, &so->extra_group) < 0)
+        _exit(126);
     if (contain_worker(chan, &o) < 0)
-        _exit(errno == ESRCH ? WORKER_EXIT_SETUP : WORKER_EXIT_SETUP + 10);
+        _exit(CONTAIN_FAILED(errno));
     _exit(body ? body() : 0);
 }
 
@@ -855,7 +861,7 @@ static void test_contain_wrong_supervisor(void **state)
 {
     (void)state;
     const struct spawn_opts so = { .supervisor = 1, .layout = default_layout };
-    assert_exit(run_status(NULL, &so), WORKER_EXIT_SETUP);
+    assert_exit(run_status(NULL, &so), CONTAIN_FAILED(ESRCH));
 }
 
 static void test_contain_refuses_drop_to_root(void **state)
@@ -864,7 +870,7 @@ static void test_contain_refuses_drop_to_root(void **state)
     const struct spawn_opts so = {
         .no_seccomp = 1, .drop_privs = 1, .uid = 0, .gid = 0, .layout = default_layout,
     };
-    assert_exit(run_status(NULL, &so), WORKER_EXIT_SETUP + 10);
+    assert_exit(run_status(NULL, &so), CONTAIN_FAILED(EINVAL));
 }
 
 #define DROP_ID 65534   /* nobody/nogroup */
@@ -902,7 +908,7 @@ static void test_contain_drop_privs(void **state)
     assert_int_equal(chmod(dir, 0755), 0);
     const struct spawn_opts so = {
         .no_seccomp = 1, .drop_privs = 1, .uid = DROP_ID, .gid = DROP_ID,
-        .chroot_dir = dir, .layout = default_layout,
+        .chroot_dir = dir, .extra_group = 4242, .layout = default_layout,
     };
     int status = run_status(body_check_dropped, &so);
     rmdir(dir);
@@ -920,7 +926,7 @@ static void test_contain_drop_privs_filtered(void **state)
     assert_non_null(mkdtemp(dir));
     const struct spawn_opts so = {
         .drop_privs = 1, .uid = DROP_ID, .gid = DROP_ID, .chroot_dir = dir,
-        .layout = default_layout,
+        .extra_group = 4242, .layout = default_layout,
     };
     int status = run_status(body_localtime, &so);
     rmdir(dir);

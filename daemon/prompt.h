@@ -1,0 +1,16 @@
+/*
+ * prompt.h - the text an agent framework puts into its system prompt
+ * (CONTRACT section 3, prompt_info): what this sandbox really allows.
+ * It describes daemon/luaenv.c and daemon/worker.c; change them together.
+ */
+#ifndef SANDBOXD_PROMPT_H
+#define SANDBOXD_PROMPT_H
+
+#include <jansson.h>
+
+/* {"language": "Lua 5.3", "constraints": "<markdown bullets>",
+ *  "tool_usage": "<one line>"} as a new object (caller owns); NULL only on
+ * allocation failure. */
+json_t *prompt_info_new(void);
+
+#endif

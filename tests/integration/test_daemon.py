@@ -1,0 +1,300 @@
+"""The daemon process: command line, config file, signals, socket, peers (CONTRACT 1 and 8)."""
+
+import os
+import signal
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+import sbx
+from conftest import SANDBOXD_BIN, merge_config, render_config, read_proc_stat
+
+SCALE = sbx.SCALE
+
+
+def run_bin(*args, timeout=10):
+    return subprocess.run([SANDBOXD_BIN] + list(args), capture_output=True, text=True,
+                          timeout=timeout * SCALE, stdin=subprocess.DEVNULL)
+
+
+def test_version_and_help():
+    p = run_bin("--version")
+    assert p.returncode == 0, p
+    assert (p.stdout + p.stderr).strip()
+    p = run_bin("--help")
+    assert p.returncode == 0, p
+    assert "-c" in p.stdout + p.stderr and "-s" in p.stdout + p.stderr
+
+
+def test_bad_option_is_usage_error():
+    p = run_bin("--no-such-option")
+    assert p.returncode != 0
+
+
+def test_check_config_good(tmp_path):
+    conf = tmp_path / "good.conf"
+    conf.write_text(render_config(merge_config()))
+    p = run_bin("--check-config", "-c", str(conf))
+    assert p.returncode == 0, p
+
+
+@pytest.mark.parametrize("text,line", [
+    ("[daemon]\nmax_workers = 4\nno_such_key = 1\n", 3),
+    ("[daemon]\n# comment\n\nmax_workers = many\n", 4),
+    ("[nosuchsection]\nx = 1\n", None),
+    ("[defaults]\ntimeout_ms = 100\npriority = extreme\n", 3),
+    ("[ceilings]\n\nmax_heap = -5\n", 3),
+])
+def test_check_config_bad(tmp_path, text, line):
+    conf = tmp_path / "bad.conf"
+    conf.write_text(text)
+    p = run_bin("--check-config", "-c", str(conf))
+    assert p.returncode != 0, p
+    err = p.stderr + p.stdout
+    assert "bad.conf" in err, err
+    if line is not None:
+        assert ":%d" % line in err or "line %d" % line in err, err
+
+
+def test_bad_config_refuses_to_start(tmp_path):
+    conf = tmp_path / "bad.conf"
+    conf.write_text("[daemon]\nbogus = 1\n")
+    sock = tempfile.mktemp(prefix="sbxbad-", dir="/tmp")
+    p = run_bin("-c", str(conf), "-s", sock)
+    assert p.returncode != 0
+    assert "bad.conf" in p.stderr
+    assert not os.path.exists(sock)
+
+
+def test_size_suffixes_and_infinity_accepted(daemon_factory):
+    d = daemon_factory(defaults={"max_heap": "64M", "max_reductions": "infinity"},
+                       ceilings={"max_heap": "1G", "max_reductions": "infinity"})
+    with d.client() as c:
+        assert c.value("return 1", limits={"max_reductions": "infinity"}) == 1
+
+
+def test_builtin_defaults_without_config():
+    tmp = tempfile.mkdtemp(prefix="sbxnc-", dir="/tmp")
+    sock = os.path.join(tmp, "s.sock")
+    err = open(os.path.join(tmp, "err"), "wb")
+    proc = subprocess.Popen([SANDBOXD_BIN, "-s", sock], stdout=err, stderr=err,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10 * SCALE
+        while not os.path.exists(sock):
+            assert proc.poll() is None, open(os.path.join(tmp, "err")).read()
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        time.sleep(0.1)
+        with sbx.Client(sock) as c:
+            c.ping()
+            assert c.value("return 'defaults'") == "defaults"
+            desc = c.call("describe").result
+            flat = repr(desc)
+            assert "60000" in flat, "default timeout_ms 60000 not in describe: %r" % desc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(15 * SCALE)
+        err.close()
+    assert rc == 0
+    assert not os.path.exists(sock)
+
+
+# ------------------------------------------------------------------ signals
+
+def test_sigterm_with_running_executions(daemon_factory):
+    d = daemon_factory(check_stop=False)
+    c = d.client()
+    ids = [c.send_execute("print('x') T.ready() while true do end",
+                          tools=[{"name": "T", "functions": ["ready"]}],
+                          handlers={"T.ready": lambda a: True}, timeout_ms=60000 * SCALE)
+           for _ in range(2)]
+    c.wait_tool_call(2)
+    time.sleep(0.1)
+    workers = d.worker_pids()
+    zygotes = [z[0] for z in d.zygotes()]
+    assert len(workers) == 2
+    d.signal(signal.SIGTERM)
+    # the executions end (an error response or the connection closing)
+    try:
+        for i in ids:
+            r = c.wait(i, timeout=15 * SCALE)
+            assert not r.ok, r
+    except sbx.ConnectionClosed:
+        pass
+    rc = d.proc.wait(15 * SCALE)
+    assert rc == 0, d.stderr
+    assert not os.path.exists(d.socket_path)
+    # no worker or zygote survives the daemon
+    deadline = time.monotonic() + 3 * SCALE
+    while True:
+        alive = [p for p in workers + zygotes if (read_proc_stat(p) or ("", "Z"))[1] != "Z"]
+        if not alive:
+            break
+        assert time.monotonic() < deadline, "processes survived the daemon: %r" % alive
+        time.sleep(0.05)
+    d.check_sanitizers()
+
+
+def test_sigint_exits_cleanly(daemon_factory):
+    d = daemon_factory(check_stop=False)
+    with d.client() as c:
+        c.ping()
+    d.signal(signal.SIGINT)
+    assert d.proc.wait(15 * SCALE) == 0
+    assert not os.path.exists(d.socket_path)
+
+
+def test_sighup_reload_keeps_connections(daemon_factory):
+    d = daemon_factory(defaults={"max_output_bytes": 1000000})
+    c = d.client()
+    r = c.exec_ok("print(string.rep('a', 100))")
+    assert r["output_truncated"] is False
+    cfg = merge_config(defaults={"max_output_bytes": 10})
+    d.write_config(cfg)
+    d.signal(signal.SIGHUP)
+    deadline = time.monotonic() + 5 * SCALE
+    while True:
+        r = c.exec_ok("print(string.rep('a', 100))")     # same connection
+        if r["output_truncated"]:
+            break
+        assert time.monotonic() < deadline, "SIGHUP did not reload max_output_bytes"
+        time.sleep(0.05)
+    assert len(r["output"]) <= 10
+    assert d.alive()
+    c.ping()
+
+
+def test_sighup_bad_config_keeps_old(daemon_factory):
+    d = daemon_factory()
+    c = d.client()
+    d.write_config(text="[daemon]\nthis is not valid\n")
+    d.signal(signal.SIGHUP)
+    time.sleep(0.3)
+    assert d.alive(), d.stderr
+    c.ping()
+    assert c.value("return 5") == 5
+    d.write_config(merge_config())     # leave a good file for teardown
+
+
+# ------------------------------------------------------------------ socket
+
+def test_socket_mode(daemon_factory):
+    d = daemon_factory(daemon={"socket_mode": "0600"})
+    mode = stat.S_IMODE(os.stat(d.socket_path).st_mode)
+    assert mode == 0o600, oct(mode)
+    d2 = daemon_factory(daemon={"socket_mode": "0666"})
+    assert stat.S_IMODE(os.stat(d2.socket_path).st_mode) == 0o666
+
+
+def test_stale_socket_file_replaced(daemon_factory):
+    d = daemon_factory(start=False)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(d.socket_path)      # a stale socket nobody listens on
+    s.close()
+    d.start()
+    with d.client() as c:
+        c.ping()
+
+
+def test_systemd_socket_activation():
+    tmp = tempfile.mkdtemp(prefix="sbxsa-", dir="/tmp")
+    path = os.path.join(tmp, "act.sock")
+    conf = os.path.join(tmp, "c.conf")
+    with open(conf, "w") as f:
+        f.write(render_config(merge_config()))
+    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsock.bind(path)
+    lsock.listen(16)
+    fd = lsock.fileno()
+
+    def to_fd3():
+        os.dup2(fd, 3)     # dup2 clears FD_CLOEXEC on fd 3
+
+    errp = os.path.join(tmp, "err")
+    err = open(errp, "wb")
+    env = {"LISTEN_FDS": "1", "PATH": "/usr/bin:/bin"}
+    proc = subprocess.Popen(["/bin/sh", "-c", 'LISTEN_PID=$$; export LISTEN_PID; exec "$0" -c "$1"',
+                             SANDBOXD_BIN, conf],
+                            env=env, stdout=err, stderr=err, stdin=subprocess.DEVNULL,
+                            preexec_fn=to_fd3, close_fds=False, start_new_session=True)
+    try:
+        time.sleep(0.2)
+        with sbx.Client(path) as c:
+            c.ping()
+            assert c.value("return 'activated'") == "activated"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(15 * SCALE)
+        err.close()
+        lsock.close()
+    assert rc == 0, open(errp).read()
+
+
+# ------------------------------------------------------------------ peers
+
+def test_forbidden_peer(daemon_factory):
+    d = daemon_factory(daemon={"allow_uids": "54321", "allow_gids": "54321"})
+    c = d.client()
+    try:
+        c.request("ping", {})
+        r = c.next_response()
+        assert r.code == -32010 and r.kind == "forbidden", r
+    except sbx.ConnectionClosed:
+        pytest.fail("connection closed without a forbidden error")
+    # nothing else is served on that connection
+    try:
+        i = c.send_execute("return 1")
+        r = c.wait(i, timeout=3 * SCALE)
+        assert r.code == -32010, r
+    except (sbx.ConnectionClosed, BrokenPipeError, ConnectionResetError):
+        pass
+    assert d.alive()
+
+
+def test_allowed_peer(daemon_factory):
+    d = daemon_factory(daemon={"allow_uids": "54321 %d" % os.getuid()})
+    with d.client() as c:
+        c.ping()
+        assert c.value("return 1") == 1
+    d2 = daemon_factory(daemon={"allow_gids": str(os.getgid())})
+    with d2.client() as c:
+        c.ping()
+
+
+# ------------------------------------------------------------------ robustness
+
+def test_abrupt_clients(daemon):
+    for _ in range(20):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(daemon.socket_path)
+        s.send(b'{"jsonrpc":"2.0","id":1,"method":"execute","params":{"code":"return 1"}}\n{"jsonrpc":')
+        s.close()
+    daemon.assert_alive()
+    daemon.assert_no_leftovers()
+
+
+def test_client_not_reading_does_not_block_others(daemon):
+    slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    slow.connect(daemon.socket_path)
+    slow.setblocking(False)
+    line = b'{"jsonrpc":"2.0","id":1,"method":"execute","params":{"code":"return string.rep(\'x\', 200000)"}}\n'
+    sent = 0
+    try:
+        for _ in range(100):
+            try:
+                slow.send(line)
+                sent += 1
+            except BlockingIOError:
+                break
+        with daemon.client() as c:
+            c.ping()
+            assert c.value("return 'unblocked'") == "unblocked"
+    finally:
+        slow.close()
+    daemon.assert_alive()
+    daemon.assert_no_leftovers(timeout=10 * SCALE)
