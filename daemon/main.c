@@ -230,8 +230,6 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     struct sup sup = { 0 }, *s = &sup;
-    char self[PATH_MAX];
-    ssize_t n;
     int ch, check_only = 0;
 
     if (argc > 1 && strcmp(argv[1], "--zygote") == 0)
@@ -261,12 +259,9 @@ int main(int argc, char **argv)
         return 0;
     }
     log_set_level(s->cfg.log_level);
-    if ((n = readlink("/proc/self/exe", self, sizeof self - 1)) < 0) {
-        log_err("readlink /proc/self/exe: %s", strerror(errno));
-        return 1;
-    }
-    self[n] = '\0';
-    s->self_exe = self;
+    /* The zygote runs this very executable, even if the file on disk has
+     * been replaced by an upgrade since we started. */
+    s->self_exe = "/proc/self/exe";
     signal(SIGPIPE, SIG_IGN);
     s->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_SIGNALFD);
     s->listen_fd = s->zygote_fd = -1;

@@ -248,7 +248,9 @@ static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
                         "limits", job_limits(s, &lim));
     else
         job = json_pack("{s:s,s:O,s:O,s:o,s:o}", "op", "execute", "code", code,
-                        "tools", tools, "bindings", json_is_array(bindings) ? bindings : json_array(),
+                        "tools", tools,
+                        "bindings", json_is_array(bindings) ? json_incref((json_t *)bindings)
+                                                            : json_array(),
                         "limits", job_limits(s, &lim));
     if (!job || !(e = exec_new(c, op, m->id, job, tools, &lim))) {
         conn_send_error(c, m->id, "internal_error", NULL, "out of memory");

@@ -91,6 +91,14 @@ void sched_pump(struct sup *s)
     /* ask the zygote for the workers that executions still wait for */
     if (s->n_starting > s->pending)
         spawn(s, s->n_starting - s->pending);
+    /* workers nobody waits for any more (their execution was cancelled, or
+     * pool_size shrank on reload) are not kept beyond the pool size */
+    while (s->n_idle > (s->stopping ? 0 : s->cfg.pool_size) && list_empty(&s->starting)) {
+        struct wproc *w = list_first(&s->idle, struct wproc, pool_node);
+        list_del(&w->pool_node);
+        s->n_idle--;
+        wproc_kill(w);
+    }
     /* then keep the warm pool full */
     if (s->stopping)
         return;
