@@ -19,7 +19,7 @@ CC       ?= cc
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wwrite-strings -Wundef -Wno-unused-parameter
 CFLAGS   ?= -O2 -g
-CPPFLAGS += -std=c11 -D_GNU_SOURCE -I. $(shell pkg-config --cflags $(PKGS))
+CPPFLAGS += -std=c11 -D_GNU_SOURCE -I. $(shell pkg-config --cflags $(PKGS)) $(EXTRA_CPPFLAGS)
 LDLIBS   += $(shell pkg-config --libs $(PKGS)) -lev -lm
 ifeq ($(SANITIZE),1)
 CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -41,7 +41,7 @@ CLIENT_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(CLIENT_SRCS))
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 LIB         := $(O)/libsandboxd.a
 
-.PHONY: all deps run test test-unit test-integration asan bench install clean
+.PHONY: all deps run test test-unit test-integration asan bench mutation install clean
 all: $(O)/sandboxd $(O)/sandboxctl
 
 deps: build/.deps
@@ -91,10 +91,13 @@ asan:
 bench: all
 	$(MAKE) -C bench O=$(CURDIR)/$(O)
 
+# The mutation check: each hardening piece switched off in turn (a test-only
+# -DMUTATE_* build in build/mutate/NAME) must make some test fail.
+mutation: deps
+	tests/mutation/run
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin
-	install -m 0755 $(O)/sandboxd $(DESTDIR)$(PREFIX)/sbin/sandboxd
-	install -m 0755 $(O)/sandboxctl $(DESTDIR)$(PREFIX)/bin/sandboxctl
+	O=$(O) PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) scripts/install
 
 clean:
 	rm -rf build
