@@ -549,7 +549,8 @@ static int report_error(const struct opts *o, const json_t *error)
     }
     if (!o->raw) {
         shown = json_deep_copy(error);
-        if (o->cmd->cmd == CMD_EXEC && json_string_length(output) > 0) {
+        /* exec shows the output as text, first, as on success. */
+        if (o->cmd->cmd == CMD_EXEC && json_is_string(output)) {
             fwrite(json_string_value(output), 1, json_string_length(output), stderr);
             json_object_del(json_object_get(shown, "data"), "output");
         }

@@ -22,6 +22,7 @@
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/sched.h"
+#include "daemon/worker.h"
 #include "daemon/wproc.h"
 #include "daemon/sup.h"
 #include "proto/bindings.h"
@@ -408,9 +409,11 @@ static void on_exit_early(struct exec *e, const struct exec_evdata *d)
                             "forbidden system call (seccomp)" : strsignal(sig)));
         exec_fail(e, "crashed", data, NULL, "worker killed by signal %d (%s)", sig,
                   sig == SIGSYS ? "forbidden system call" : strsignal(sig));
-    } else if (WIFEXITED(st) && WEXITSTATUS(st) >= 120 && WEXITSTATUS(st) <= 121) {
+    } else if (WIFEXITED(st) && WEXITSTATUS(st) >= WORKER_EXIT_SETUP &&
+               WEXITSTATUS(st) <= WORKER_EXIT_PANIC) {
+        static const char *const what[] = { "set-up", "job intake", "Lua state (panic)" };
         exec_fail(e, "internal_error", data, NULL, "worker %s failed (exit status %d)",
-                  WEXITSTATUS(st) == 120 ? "set-up" : "job intake", WEXITSTATUS(st));
+                  what[WEXITSTATUS(st) - WORKER_EXIT_SETUP], WEXITSTATUS(st));
     } else {
         json_object_set_new(data, "reason", json_string("exited without a result"));
         exec_fail(e, "crashed", data, NULL, "worker exited (status %d) without a result",

@@ -278,6 +278,14 @@ static void m_binding_names(struct conn *c, const struct rpc_msg *m)
     json_decref(reply);
 }
 
+static json_int_t count(const struct list_head *h)
+{
+    json_int_t n = 0;
+    for (const struct list_head *p = h->next; p != h; p = p->next)
+        n++;
+    return n;
+}
+
 static json_t *describe_new(const struct sup *s)
 {
     return json_pack("{s:s,s:s,s:i,s:[ssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I}}",
@@ -294,8 +302,7 @@ static json_t *describe_new(const struct sup *s)
                      "max_code_bytes", (json_int_t)s->cfg.max_code_bytes,
                      "state",
                      "workers", (json_int_t)s->procs, "idle_workers", (json_int_t)s->n_idle,
-                     "queued", (json_int_t)s->queued, "connections",
-                     (json_int_t)s->next_conn_id);
+                     "queued", (json_int_t)s->queued, "connections", count(&s->conns));
 }
 
 void methods_request(struct conn *c, const struct rpc_msg *m)

@@ -304,6 +304,7 @@ def test_exec_syntax_error_exit_1(ctl):
     assert out(p) == ""
     e = last_error_json(p)
     assert e["code"] == -32001 and e["data"]["kind"] == "syntax_error"
+    assert "output" not in e["data"]    # exec prints output as text, even when empty
 
 
 def test_exec_runtime_error_prints_output_first(ctl):
@@ -640,27 +641,25 @@ def test_forbidden_exit_77(daemon_factory):
 
 def test_busy_exit_75(daemon_factory):
     d = daemon_factory(daemon={"max_workers": 1, "max_queue": 1})
-    spin = [SANDBOXCTL_BIN, "-s", d.socket_path, "exec", "-e", "while true do end"]
-    procs = [subprocess.Popen(spin, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)]
+    spin = [SANDBOXCTL_BIN, "-v", "-s", d.socket_path, "exec", "-e", "while true do end"]
+    procs = []
     try:
-        d.wait_for_workers(1)
-        procs.append(subprocess.Popen(spin, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE))
-        deadline = time.monotonic() + 10 * SCALE
-        while True:     # the second one must be queued before the third is refused
-            p = run_ctl(["exec", "-e", "return 1"], socket_path=d.socket_path)
-            if p.returncode == 75 or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
+        for _ in range(2):      # one running, one queued
+            q = subprocess.Popen(spin, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE)
+            procs.append(q)
+            while not q.stderr.readline().startswith(b"> "):
+                pass
+            time.sleep(0.2 * SCALE)
+        p = run_ctl(["exec", "-e", "return 1"], socket_path=d.socket_path)
         assert p.returncode == 75, err(p)
         assert last_error_json(p)["data"]["kind"] == "busy"
     finally:
         for q in procs:
             q.send_signal(signal.SIGINT)
         for q in procs:
-            q.communicate(timeout=RUN_TIMEOUT)
-            assert q.returncode == 4, q.stderr
+            _, qerr = q.communicate(timeout=RUN_TIMEOUT)
+            assert q.returncode == 4, (q.returncode, qerr)
 
 
 # ----------------------------------------------------------------- usage errors
