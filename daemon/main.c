@@ -160,6 +160,7 @@ static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
                 exec_abort(e, "the daemon is shutting down");
         }
     }
+    sched_pump(s);              /* with `stopping` set, this ends the idle pool */
     s->grace_start = ev_now(loop);
     ev_timer_init(&s->grace, grace_cb, 0., 0.);
     s->grace.data = s;

@@ -424,6 +424,7 @@ fail:
 static void end_result(struct job *job, lua_State *L, int g, int base, int first)
 {
     const char *err;
+    int rc;
     json_t *value, *b, *names;
     size_t size;
     char buf[160];
@@ -437,7 +438,15 @@ static void end_result(struct job *job, lua_State *L, int g, int base, int first
         end_errorf(job, "runtime_error", buf);
         return;
     }
-    if (bindings_export(L, g, base, job->max_bindings, &b, &size, &err) != 0) {
+    /* bindings_export reads a bound of 0 as "unbounded"; here 0 means that no
+     * global at all may be left behind. */
+    rc = bindings_export(L, g, base, job->max_bindings, &b, &size, &err);
+    if (rc == 0 && job->max_bindings == 0 && json_array_size(b) > 0) {
+        json_decref(b);
+        rc = -1;
+        err = "bindings too large";
+    }
+    if (rc != 0) {
         json_decref(value);
         if (strcmp(err, "bindings too large") == 0) {
             snprintf(buf, sizeof buf, "the global variables left behind exceed max_bindings_bytes "

@@ -760,25 +760,47 @@ def test_ctrl_c_sends_cancel_request(daemon):
                        "params": {"id": sent[0]["id"]}}
 
 
+def procs_with_cmdline(cmdline):
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                if f.read() == cmdline:
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
 def test_ctrl_c_kills_running_tool_command(daemon, tmpdir_path):
     marker = os.path.join(tmpdir_path, "started")
+    seconds = "59.%d" % os.getpid()     # an argument no other sleep has
     proc = subprocess.Popen([SANDBOXCTL_BIN, "-s", daemon.socket_path, "exec", "-e",
                              "return T.slow()", "--tool",
-                             "T.slow=touch %s; exec sleep 60" % marker],
+                             "T.slow=touch %s; exec sleep %s" % (marker, seconds)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
+    cmdline = b"sleep\0" + seconds.encode() + b"\0"
     deadline = time.monotonic() + 10 * SCALE
-    while not os.path.exists(marker):
+    while not (os.path.exists(marker) and procs_with_cmdline(cmdline)):
         assert time.monotonic() < deadline, "the tool command never started"
         time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=10 * SCALE)
     assert proc.returncode == 4, stderr
     assert b"cancelled" in stderr
-    r = subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True)
-    mine = [pid for pid in r.stdout.split() if os.path.exists("/proc/%s" % pid.decode())
-            and marker.encode() in open("/proc/%s/cmdline" % pid.decode(), "rb").read()]
-    assert mine == []
+    assert procs_with_cmdline(cmdline) == [], "the tool command survived the Ctrl-C"
+
+
+def test_timeout_during_tool_command_kills_it(daemon):
+    seconds = "58.%d" % os.getpid()
+    t0 = time.monotonic()
+    p = run_ctl(["exec", "-e", "return T.slow()", "--timeout", str(300 * SCALE),
+                 "--tool", "T.slow=exec sleep " + seconds], socket_path=daemon.socket_path)
+    assert p.returncode == 3, err(p)
+    assert last_error_json(p)["data"]["kind"] == "timeout"
+    assert time.monotonic() - t0 < 10 * SCALE
+    assert procs_with_cmdline(b"sleep\0" + seconds.encode() + b"\0") == []
 
 
 def test_second_ctrl_c_exits_130(fake):
