@@ -395,9 +395,11 @@ static int is_answer(const struct ctl_session *s, const struct rpc_msg *m)
 static int is_null_id_error(const json_t *root)
 {
     const json_t *id = json_object_get(root, "id");
+    const json_t *error = json_object_get(root, "error");
 
-    return json_is_object(root) && id != NULL && json_is_null(id) &&
-           json_is_object(json_object_get(root, "error")) &&
+    return json_is_object(root) && id != NULL && json_is_null(id) && json_is_object(error) &&
+           json_is_integer(json_object_get(error, "code")) &&
+           json_is_string(json_object_get(error, "message")) &&
            json_object_get(root, "result") == NULL && json_object_get(root, "method") == NULL &&
            json_is_string(json_object_get(root, "jsonrpc")) &&
            strcmp(json_string_value(json_object_get(root, "jsonrpc")), "2.0") == 0;
@@ -469,6 +471,8 @@ static int on_eof(struct ctl_session *s)
     size_t pending = ndjson_pending(&s->rd);
 
     if (pending > 0) {
+        /* ndjson.h has no accessor for the unfinished line; buf + pos is
+         * where its documented fields say the unconsumed bytes start. */
         ctl_excerpt(shown, sizeof shown, s->rd.buf + s->rd.pos, pending);
         ctl_err("protocol error: the daemon closed the connection in the middle of a "
                 "message (%zu bytes: '%s')", pending, shown);

@@ -76,7 +76,7 @@ static void reload(struct sup *s)
         log_notice("SIGHUP: no config file (built-in defaults); nothing to reload");
         return;
     }
-    notify_send("RELOADING=1");
+    notify_reloading();         /* RELOADING=1 + MONOTONIC_USEC (issue 5) */
     config_defaults(&next);
     if (config_load(&next, s->config_path, log_config_error, NULL) != 0) {
         log_err("SIGHUP: %s has errors; keeping the running configuration", s->config_path);
@@ -212,6 +212,14 @@ static void teardown(struct sup *s)
     ev_loop_destroy(s->loop);
 }
 
+/* Issue 5: the systemd watchdog (WatchdogSec=): WATCHDOG=1 from the loop
+ * itself, so a stuck loop stops the pings. */
+static void watchdog_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop; (void)t; (void)revents;
+    notify_send("WATCHDOG=1");
+}
+
 static void signal_watch(struct sup *s, ev_signal *w, void (*cb)(struct ev_loop *, ev_signal *, int),
                          int sig)
 {
@@ -231,6 +239,8 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     struct sup sup = { 0 }, *s = &sup;
+    ev_timer watchdog;          /* issue 5: lives as long as the loop runs */
+    unsigned long long wd_usec;
     int ch, check_only = 0;
 
     if (argc > 1 && strcmp(argv[1], "--zygote") == 0)
@@ -286,7 +296,15 @@ int main(int argc, char **argv)
                s->socket_path, s->cfg.max_workers, s->cfg.pool_size);
     sched_pump(s);              /* fill the warm pool */
     notify_send("READY=1");
+    if ((wd_usec = notify_watchdog_usec()) > 0) {       /* issue 5: ping at half the interval */
+        ev_timer_init(&watchdog, watchdog_cb, 0., (double)wd_usec / 2e6);
+        ev_timer_again(s->loop, &watchdog);
+        notify_send("WATCHDOG=1");
+        log_info("systemd watchdog: WATCHDOG=1 every %.3f s", (double)wd_usec / 2e6);
+    }
     ev_run(s->loop, 0);
+    if (wd_usec > 0)
+        ev_timer_stop(s->loop, &watchdog);
     teardown(s);
     log_notice("stopped");
     return 0;

@@ -2,10 +2,12 @@
 #include "daemon/notify.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/log.h"
@@ -29,4 +31,30 @@ void notify_send(const char *state)
     if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&addr, alen) < 0)
         log_debug("notify %s: failed", state);
     close(fd);
+}
+
+/* Added for deployment (issue 5): reload and watchdog messages. */
+void notify_reloading(void)
+{
+    struct timespec ts;
+    char msg[64];
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    snprintf(msg, sizeof msg, "RELOADING=1\nMONOTONIC_USEC=%llu",
+             (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000ULL);
+    notify_send(msg);
+}
+
+unsigned long long notify_watchdog_usec(void)
+{
+    const char *usec = getenv("WATCHDOG_USEC"), *pid = getenv("WATCHDOG_PID");
+    unsigned long long v;
+    char *end;
+
+    if (!usec || !*usec)
+        return 0;
+    if (pid && *pid && strtol(pid, NULL, 10) != (long)getpid())
+        return 0;
+    v = strtoull(usec, &end, 10);
+    return *end ? 0 : v;
 }

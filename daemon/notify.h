@@ -11,4 +11,13 @@
 
 void notify_send(const char *state);
 
+/* Added for deployment (issue 5). */
+/* "RELOADING=1" with MONOTONIC_USEC=<CLOCK_MONOTONIC now>, which
+ * Type=notify-reload (systemd >= 253) requires and older systemd ignores. */
+void notify_reloading(void);
+/* The watchdog interval systemd asks for, in microseconds: $WATCHDOG_USEC
+ * when set and $WATCHDOG_PID is unset or names this process; else 0.  The
+ * caller sends "WATCHDOG=1" at less than half of it. */
+unsigned long long notify_watchdog_usec(void);
+
 #endif

@@ -5,6 +5,7 @@
 #include "daemon/server.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <stdio.h>
@@ -92,17 +93,39 @@ static void accept_cb(struct ev_loop *loop, ev_io *io, int revents)
     }
 }
 
-/* systemd socket activation, without libsystemd. */
-static int inherited_socket(void)
+/* systemd socket activation, without libsystemd.  Returns the fd, -1 when
+ * not activated, -2 when the passed fd is unusable (issue 5: checked to be
+ * a listening AF_UNIX stream socket; its path, if any, goes in path_out). */
+static int inherited_socket(char *path_out, size_t path_len)
 {
     const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
-    int fd = SD_LISTEN_FDS_START;
+    int fd = SD_LISTEN_FDS_START, type = 0, listening = 0;
+    long n;
+    socklen_t len = sizeof type;
+    struct sockaddr_un addr = { 0 };
+    socklen_t alen = sizeof addr;
 
-    if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid() || strtol(fds, NULL, 10) < 1)
+    if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid() || (n = strtol(fds, NULL, 10)) < 1)
         return -1;
     unsetenv("LISTEN_PID");
     unsetenv("LISTEN_FDS");
     unsetenv("LISTEN_FDNAMES");
+    for (int extra = fd + 1; extra < SD_LISTEN_FDS_START + n; extra++) {
+        log_warn("LISTEN_FDS: ignoring the extra socket fd %d (one socket is used)", extra);
+        fcntl(extra, F_SETFD, FD_CLOEXEC);
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM ||
+        getsockname(fd, (struct sockaddr *)&addr, &alen) != 0 || addr.sun_family != AF_UNIX) {
+        log_err("LISTEN_FDS: fd %d is not a Unix stream socket", fd);
+        return -2;
+    }
+    len = sizeof listening;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) {
+        log_err("LISTEN_FDS: fd %d is not listening (use Accept=no)", fd);
+        return -2;
+    }
+    if (alen > offsetof(struct sockaddr_un, sun_path) && addr.sun_path[0])
+        snprintf(path_out, path_len, "%.*s", (int)sizeof addr.sun_path, addr.sun_path);
     fcntl(fd, F_SETFD, FD_CLOEXEC);
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     return fd;
@@ -189,12 +212,18 @@ fail:
 
 int server_listen(struct sup *s, const char *path)
 {
-    int fd = inherited_socket();
+    char passed[sizeof(((struct sockaddr_un *)0)->sun_path) + 1] = "";
+    int fd = inherited_socket(passed, sizeof passed);
 
-    if (fd < 0)
+    if (fd == -2)
+        return -1;
+    if (fd < 0) {
         fd = create_socket(s, path);
-    else
-        log_info("using the socket passed by systemd");
+    } else {
+        if (passed[0])          /* issue 5: report the path systemd bound */
+            path = passed;
+        log_info("using the socket passed by systemd (%s)", path);
+    }
     if (fd < 0)
         return -1;
     s->listen_fd = fd;

@@ -199,3 +199,19 @@ def test_malformed_bindings(client):
         r = client.execute("return 1", bindings=b)
         assert r.code == -32602 and r.kind == "invalid_params", (b, r)
     client.ping()
+
+
+def test_more_sandbox_names_never_saved(client):
+    r = run(client, "_VERSION = 1; coroutine = 3; utf8 = 4; load = 5; pcall = 6; os = 7; kept = 8")
+    assert r["binding_names"] == ["kept"]
+    v = client.value("return _VERSION, type(coroutine), type(utf8), type(load), type(pcall), type(os), kept",
+                     bindings=roundtrip(r["bindings"]))
+    assert v == ["Lua 5.3", "table", "table", "function", "function", "table", 8]
+
+
+def test_odd_global_names(client):
+    r = run(client, "_G['a b'] = 1; _G[1] = 'int key'; _G[true] = 'bool key'; _G['\\xff'] = 'bad name'; "
+                    "_G['\\u{E9}t\\u{E9}'] = 2")
+    assert sorted(r["binding_names"]) == sorted(["a b", "\u00e9t\u00e9"]), r["binding_names"]
+    v = client.value("return _G['a b'], _G['\\u{E9}t\\u{E9}'], _G[1]", bindings=roundtrip(r["bindings"]))
+    assert v == [1, 2, None]

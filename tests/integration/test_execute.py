@@ -113,8 +113,17 @@ def test_output_truncated(client):
     assert full.startswith(r["output"])
     assert r["value"] == "done"
     # large output under the cap is complete
-    r = client.exec_ok("print(string.rep('z', 100000))", limits={"max_output_bytes": 200000})
-    assert r["output"] == "z" * 100000 + "\n" and r["output_truncated"] is False
+    r = client.exec_ok("print(string.rep('z', 300000)) print('end')", limits={"max_output_bytes": 400000})
+    assert r["output"] == "z" * 300000 + "\nend\n" and r["output_truncated"] is False
+
+
+def test_output_not_utf8(client):
+    r = client.exec_ok("print('a\\xff\\xfeb')")      # sbx checks the JSON is valid UTF-8
+    assert r["output"].startswith("a") and r["output"].endswith("b\n"), r["output"]
+
+
+def test_large_result_value(client):
+    assert client.value("return string.rep('v', 500000)") == "v" * 500000
 
 
 # ------------------------------------------------------------------ stats

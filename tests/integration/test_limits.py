@@ -200,3 +200,43 @@ def test_string_metatable_protected(client):
 def test_no_leak_between_executions(client):
     client.exec_ok("string.upper = function() return 'evil' end; _G.x = 1; math.pi = 3")
     assert client.value("return string.upper('a'), x, math.pi > 3.14") == ["A", None, True]
+
+
+def test_string_too_large_concat_and_table_concat(client):
+    lim = {"max_heap": 10000000}
+    v = client.value("local s = string.rep('x', 3000000) local ok, e = pcall(function() return s .. s end) "
+                     "return ok, e", limits=lim)
+    assert v[0] is False and "resulting string too large" in v[1], v
+    v = client.value("local t = {} for i = 1, 6 do t[i] = string.rep('y', 1000000) end "
+                     "local ok, e = pcall(table.concat, t) return ok, e", limits=lim)
+    assert v[0] is False and "resulting string too large" in v[1], v
+    assert client.value("local s = string.rep('x', 2000000) return #(s .. s)", limits=lim) == 4000000
+
+
+def test_prompt_available_names_exist(client):
+    # prompt_info must be true to what the sandbox allows
+    names = ["pairs", "ipairs", "type", "tostring", "tonumber", "select", "error", "assert", "pcall",
+             "xpcall", "setmetatable", "getmetatable", "rawget", "rawset", "rawequal", "rawlen", "next",
+             "load", "os.time", "os.clock", "os.date", "os.difftime", "collectgarbage"]
+    v = client.value("return {" + ", ".join("type(%s)" % n for n in names) + "}")
+    assert v == ["function"] * len(names), dict(zip(names, v))
+    v = client.value("return type(collectgarbage('count')), select('#', collectgarbage('collect'))")
+    assert v[0] == "number"
+
+
+def test_worker_priority(client, daemon):
+    from test_lifecycle import start_looping
+    nice = {}
+    for p in ("low", "normal"):
+        daemon.assert_no_leftovers()
+        i = start_looping(client, daemon, limits={"priority": p})
+        pids = daemon.worker_pids()
+        assert len(pids) == 1, daemon.children()
+        with open("/proc/%d/stat" % pids[0]) as f:
+            nice[p] = int(f.read().rsplit(")", 1)[1].split()[16])
+        client.cancel(i)
+        assert client.wait(i).code == -32800
+    assert nice["low"] > nice["normal"], nice
+    with open("/proc/%d/stat" % daemon.pid) as f:
+        own = int(f.read().rsplit(")", 1)[1].split()[16])
+    assert nice["normal"] >= own, (nice, own)

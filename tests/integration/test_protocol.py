@@ -331,3 +331,22 @@ def test_message_too_large(daemon_factory):
 def test_client_may_send_unicode(client):
     assert client.value("return 'h\u00e9llo \u2603 \U0001F600'") == "h\u00e9llo \u2603 \U0001F600"
     assert client.value("return #'\u00e9'") == 2
+
+
+def test_responses_respect_max_message_bytes(daemon_factory):
+    """docs (sandboxd.conf): max_message_bytes is the largest message "either way".
+    Whatever an execution produces, no line the daemon sends may be longer; the
+    execution still gets an answer (a result or an error of a contract kind)."""
+    d = daemon_factory(daemon={"max_message_bytes": 65536})
+    c = d.client()
+    too_long = []
+    for code in ("return string.rep('v', 100000)",
+                 "print(string.rep('p', 100000)) return 1",
+                 "error(string.rep('e', 100000))",
+                 "big = string.rep('b', 100000)"):
+        r = c.execute(code)
+        n = len(r.raw.encode("utf-8"))
+        if n > 65536:
+            too_long.append("%s -> %d-byte %s" % (code, n, "result" if r.ok else r.kind))
+    c.ping()
+    assert not too_long, "responses longer than max_message_bytes (65536): %s" % "; ".join(too_long)

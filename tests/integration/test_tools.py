@@ -2,6 +2,7 @@
 
 import json
 
+import sbx
 from sbx import NO_REPLY, ToolError, strip_lua_position
 
 WEATHER = {"name": "Weather", "module": "MyApp.Tools.Weather",
@@ -267,4 +268,68 @@ def test_tool_result_deeply_nested(client):
     r = client.wait(i)
     # too deep: a clear Lua error (or a documented substitute), never a crash
     assert r.ok or r.kind == "runtime_error", r
+    client.ping()
+
+
+def test_tool_error_abort_false_is_plain_error(client):
+    def boom(args):
+        raise ToolError("soft", abort=False, data={"abort": False})
+
+    v = client.value("local ok, e = pcall(Echo.boom) return ok, e", tools=[ECHO], handlers={"Echo.boom": boom})
+    assert v[0] is False and strip_lua_position(v[1]) == "Echo.boom: soft", v
+
+
+def test_malformed_tool_answer_does_not_crash(client, daemon):
+    i = client.send_execute("local ok, e = pcall(Echo.give) return Echo.give()", tools=[ECHO],
+                            handlers={"Echo.give": lambda a: NO_REPLY})
+    c = client.wait_deferred(1)
+    # neither result nor error, then both: not valid responses
+    client.send_raw(json.dumps({"jsonrpc": "2.0", "id": c.id}) + "\n")
+    client.send_raw(json.dumps({"jsonrpc": "2.0", "id": c.id, "result": 1,
+                                "error": {"code": 1, "message": "x"}}) + "\n")
+    # the invalid messages may be answered with -32600 (id null or the call's id)
+    deadline_calls = len(client.deferred)
+    try:
+        client.reply(c, "first")
+    except OSError:
+        pass
+    try:
+        c2 = client.wait_deferred(deadline_calls + 1, timeout=5 * sbx.SCALE)
+        client.reply(c2, "second")
+    except sbx.ReadTimeout:
+        pass
+    r = client.wait(i)
+    assert r.ok or r.kind in ("runtime_error", "invalid_request"), r
+    for extra in client.arrivals:
+        assert extra.code == -32600, extra
+    daemon.assert_no_leftovers()
+
+
+def test_large_tool_payloads(client):
+    big = "x" * 300000
+    v = client.value("local r = Echo.take(string.rep('a', 300000)) return #r, r:sub(1, 3)", tools=[ECHO],
+                     handlers={"Echo.take": lambda a: big + a[0]})
+    assert v == [600000, "xxx"]
+    assert len(client.tool_calls[0].args[0]) == 300000
+
+
+def test_tool_result_type_for_empty_object_and_array(client):
+    v = client.value("local a, b = Echo.give(), Echo.take() return type(a), next(a) == nil, type(b), next(b) == nil",
+                     tools=[ECHO], handlers={"Echo.give": lambda a: {}, "Echo.take": lambda a: []})
+    assert v == ["table", True, "table", True]
+
+
+def test_tool_error_message_not_string(client):
+    i = client.send_execute("local ok, e = pcall(Echo.boom) return ok, e", tools=[ECHO],
+                            handlers={"Echo.boom": lambda a: NO_REPLY})
+    c = client.wait_deferred(1)
+    # not a valid JSON-RPC error object: refused (-32600) or taken as an error; never a crash
+    client.send_raw(json.dumps({"jsonrpc": "2.0", "id": c.id, "error": {"code": 5, "message": 42}}) + "\n")
+    client.ping()
+    for extra in client.arrivals:
+        assert extra.code == -32600, extra
+    client.reply(c, "valid")
+    r = client.wait(i)
+    assert r.ok, r
+    assert r.result["value"][0] is True or r.result["value"][0] is False
     client.ping()

@@ -1,0 +1,199 @@
+/*
+ * inproc.c - the floor: Lua 5.3 run inside this process, no isolation at
+ * all.  Each execution gets a fresh lua_State with the standard libraries
+ * (what a sandbox must at least do), runs the chunk and closes the state.
+ * Prints "key=value" lines like loadgen.
+ *
+ *   inproc latency -n N          fresh state + `return 1+1`, one after another
+ *   inproc tput -c PROCS -n N    the same in PROCS forked processes, total rate
+ *   inproc tools -n CALLS        a Lua loop calling a C function CALLS times
+ *   inproc cpu -n REPEAT -e CODE wall time of CODE in a fresh state
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+static double now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct(const double *v, size_t n, double p)
+{
+    size_t k = (size_t)(p / 100.0 * (double)n + 0.999999);
+
+    if (k < 1)
+        k = 1;
+    if (k > n)
+        k = n;
+    return v[k - 1];
+}
+
+static void fail(const char *what)
+{
+    fprintf(stderr, "inproc: %s\n", what);
+    exit(1);
+}
+
+/* One execution: a fresh state, the libraries, the chunk, the close. */
+static lua_Integer run_once(const char *code)
+{
+    lua_State *L = luaL_newstate();
+    lua_Integer v;
+
+    if (!L)
+        fail("out of memory");
+    luaL_openlibs(L);
+    if (luaL_loadstring(L, code) != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK)
+        fail(lua_tostring(L, -1));
+    v = lua_tointeger(L, -1);
+    lua_close(L);
+    return v;
+}
+
+static void m_latency(long n)
+{
+    double *lat = calloc((size_t)n, sizeof *lat), sum = 0;
+    long i;
+
+    if (!lat)
+        fail("out of memory");
+    for (i = -(n / 10 + 5); i < n; i++) {
+        double t0 = now_us();
+        if (run_once("return 1+1") != 2)
+            fail("wrong value");
+        if (i >= 0)
+            lat[i] = now_us() - t0;
+    }
+    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
+    for (i = 0; i < n; i++)
+        sum += lat[i];
+    printf("n=%ld\np50_us=%.1f\np99_us=%.1f\nmean_us=%.1f\n", n, pct(lat, (size_t)n, 50),
+           pct(lat, (size_t)n, 99), sum / (double)n);
+    free(lat);
+}
+
+static void m_tput(int procs, long n)
+{
+    double t0 = now_us(), el;
+    long each = (n + procs - 1) / procs;
+    int i, st, bad = 0;
+
+    for (i = 0; i < procs; i++) {
+        pid_t pid = fork();
+        if (pid < 0)
+            fail("fork");
+        if (pid == 0) {
+            for (long k = 0; k < each; k++)
+                if (run_once("return 1+1") != 2)
+                    _exit(1);
+            _exit(0);
+        }
+    }
+    for (i = 0; i < procs; i++)
+        if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            bad = 1;
+    if (bad)
+        fail("a worker failed");
+    el = now_us() - t0;
+    printf("procs=%d\nrate=%.1f\nelapsed_s=%.3f\n", procs, (double)(each * procs) / (el / 1e6),
+           el / 1e6);
+}
+
+static int tool_f(lua_State *L)
+{
+    (void)L;
+    lua_pushinteger(L, 1);
+    return 1;
+}
+
+static void m_tools(long calls)
+{
+    lua_State *L = luaL_newstate();
+    char code[256];
+    double t0, el;
+
+    luaL_openlibs(L);
+    lua_newtable(L);
+    lua_pushcfunction(L, tool_f);
+    lua_setfield(L, -2, "f");
+    lua_setglobal(L, "T");
+    snprintf(code, sizeof code, "local s = 0 for i = 1, %ld do s = s + T.f(i) end return s", calls);
+    t0 = now_us();
+    if (luaL_loadstring(L, code) != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK)
+        fail(lua_tostring(L, -1));
+    el = now_us() - t0;
+    if (lua_tointeger(L, -1) != calls)
+        fail("wrong value");
+    lua_close(L);
+    printf("calls=%ld\nrate=%.1f\nper_call_us=%.4f\n", calls, (double)calls / (el / 1e6),
+           el / (double)calls);
+}
+
+static void m_cpu(long repeat, const char *code)
+{
+    double *t = calloc((size_t)repeat, sizeof *t);
+    long i;
+
+    if (!t)
+        fail("out of memory");
+    for (i = 0; i < repeat; i++) {
+        double t0 = now_us();
+        lua_Integer v = run_once(code);
+        t[i] = now_us() - t0;
+        if (i == 0)
+            printf("value=%lld\n", (long long)v);
+    }
+    qsort(t, (size_t)repeat, sizeof *t, cmp_double);
+    printf("best_s=%.4f\nmedian_s=%.4f\n", t[0] / 1e6, pct(t, (size_t)repeat, 50) / 1e6);
+    free(t);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode, *code = NULL;
+    long n = 1000;
+    int procs = 1, opt;
+
+    if (argc < 2)
+        fail("usage: inproc latency|tput|tools|cpu [-n N] [-c PROCS] [-e CODE]");
+    mode = argv[1];
+    optind = 2;
+    while ((opt = getopt(argc, argv, "n:c:e:")) != -1) {
+        switch (opt) {
+        case 'n': n = atol(optarg); break;
+        case 'c': procs = atoi(optarg); break;
+        case 'e': code = optarg; break;
+        default: fail("bad option");
+        }
+    }
+    if (n < 1 || procs < 1)
+        fail("bad count");
+    if (strcmp(mode, "latency") == 0)
+        m_latency(n);
+    else if (strcmp(mode, "tput") == 0)
+        m_tput(procs, n);
+    else if (strcmp(mode, "tools") == 0)
+        m_tools(n);
+    else if (strcmp(mode, "cpu") == 0 && code)
+        m_cpu(n, code);
+    else
+        fail("unknown mode");
+    return 0;
+}

@@ -1,0 +1,832 @@
+/*
+ * loadgen.c - the sandboxd benchmark client and the per-execution spawn
+ * baselines.  It speaks JSON-RPC 2.0 over NDJSON on a Unix socket with its
+ * own small client (one buffer per connection, jansson for the JSON).
+ *
+ * Every mode prints its figures as "key=value" lines on stdout, which
+ * bench/run collects into the report; problems go to stderr with exit 1.
+ *
+ *   loadgen latency  -s SOCK -n N               sequential execute of `return 1+1`
+ *   loadgen tput     -s SOCK -c CONNS -n N      closed loop, one request in flight per connection
+ *   loadgen tools    -s SOCK -n CALLS           tool calls inside one execution
+ *   loadgen cpu      -s SOCK -n REPEAT -e CODE [-l LIMITS_JSON]   wall time of one execution
+ *   loadgen idle     -s SOCK -c CONNS -p PID    supervisor VmRSS with CONNS idle connections
+ *   loadgen workermem -p PID                    private memory of idle pooled workers
+ *   loadgen spawn-latency -n N [-b]             posix_spawn lua5.3 -e per execution (-b: in bwrap)
+ *   loadgen spawn-tput -c PAR -n N [-b]         the same, PAR processes in flight
+ *   loadgen spawn-cpu -n REPEAT -e CODE          stock lua5.3 running CODE
+ *   loadgen spawn-mem                           private memory of an idle lua5.3 process
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+extern char **environ;
+
+#define LUA_BIN  "/usr/bin/lua5.3"
+#define BWRAP    "/usr/bin/bwrap"
+
+/* ------------------------------------------------------------------ */
+/* helpers                                                             */
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("loadgen: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of a sorted array. */
+static double pct(const double *v, size_t n, double p)
+{
+    size_t k;
+
+    if (n == 0)
+        return 0;
+    k = (size_t)(p / 100.0 * (double)n + 0.999999);
+    if (k < 1)
+        k = 1;
+    if (k > n)
+        k = n;
+    return v[k - 1];
+}
+
+static void print_latencies(double *v, size_t n)
+{
+    double sum = 0;
+    size_t i;
+
+    qsort(v, n, sizeof *v, cmp_double);
+    for (i = 0; i < n; i++)
+        sum += v[i];
+    printf("n=%zu\np50_us=%.1f\np99_us=%.1f\nmean_us=%.1f\nmin_us=%.1f\nmax_us=%.1f\n",
+           n, pct(v, n, 50), pct(v, n, 99), n ? sum / (double)n : 0, n ? v[0] : 0,
+           n ? v[n - 1] : 0);
+}
+
+static void raise_nofile(rlim_t want)
+{
+    struct rlimit r;
+
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0)
+        return;
+    if (r.rlim_cur >= want)
+        return;
+    r.rlim_cur = r.rlim_max == RLIM_INFINITY || r.rlim_max >= want ? want : r.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur < want)
+        die("cannot raise RLIMIT_NOFILE to %lu (hard limit %lu)", (unsigned long)want,
+            (unsigned long)r.rlim_max);
+}
+
+/* ------------------------------------------------------------------ */
+/* the client: one connection, one input buffer                        */
+
+struct cli {
+    int    fd;
+    char  *buf;
+    size_t len, cap;
+    int    inflight;     /* tput: requests sent and not answered */
+    double t_sent;
+};
+
+static int cli_connect(const char *path)
+{
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    if (fd < 0)
+        die("socket: %s", strerror(errno));
+    if (strlen(path) >= sizeof a.sun_path)
+        die("socket path too long: %s", path);
+    strcpy(a.sun_path, path);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0)
+        die("connect %s: %s", path, strerror(errno));
+    return fd;
+}
+
+static void cli_open(struct cli *c, const char *path)
+{
+    memset(c, 0, sizeof *c);
+    c->fd = cli_connect(path);
+}
+
+static void cli_close(struct cli *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c->buf);
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+}
+
+static void send_all(int fd, const char *s, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN) {
+            struct pollfd p = { .fd = fd, .events = POLLOUT };
+            poll(&p, 1, -1);
+            continue;
+        }
+        if (w <= 0)
+            die("write: %s", w < 0 ? strerror(errno) : "short write");
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Read once into the buffer.  Returns bytes read; dies at EOF. */
+static size_t cli_fill(struct cli *c)
+{
+    ssize_t n;
+
+    if (c->cap - c->len < 65536) {
+        c->cap = c->cap ? c->cap * 2 : 131072;
+        if (!(c->buf = realloc(c->buf, c->cap)))
+            die("out of memory");
+    }
+    do
+        n = read(c->fd, c->buf + c->len, c->cap - c->len);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EAGAIN)
+        return 0;
+    if (n <= 0)
+        die("the daemon closed the connection (%s)", n < 0 ? strerror(errno) : "EOF");
+    c->len += (size_t)n;
+    return (size_t)n;
+}
+
+/* Take one complete message from the buffer, or NULL. */
+static json_t *cli_take(struct cli *c)
+{
+    char *nl;
+    json_t *j;
+    json_error_t err;
+    size_t linelen;
+
+    if (c->len == 0 || !(nl = memchr(c->buf, '\n', c->len)))
+        return NULL;
+    linelen = (size_t)(nl - c->buf);
+    if (!(j = json_loadb(c->buf, linelen, 0, &err)))
+        die("the daemon sent bad JSON: %s: %.200s", err.text, c->buf);
+    memmove(c->buf, nl + 1, c->len - linelen - 1);
+    c->len -= linelen + 1;
+    return j;
+}
+
+/* The next message, blocking. */
+static json_t *cli_recv(struct cli *c)
+{
+    json_t *j;
+
+    while (!(j = cli_take(c)))
+        cli_fill(c);
+    return j;
+}
+
+/* Dies unless msg is a successful response; returns its result. */
+static json_t *expect_result(json_t *msg)
+{
+    json_t *r = json_object_get(msg, "result");
+
+    if (!r) {
+        char *s = json_dumps(msg, JSON_COMPACT);
+        die("request failed: %.400s", s ? s : "?");
+    }
+    return r;
+}
+
+/* execute `return 1+1` must come back as value 2. */
+static void check_two(json_t *msg)
+{
+    json_t *v = json_object_get(expect_result(msg), "value");
+
+    if (!json_is_integer(v) || json_integer_value(v) != 2)
+        die("execute returned the wrong value");
+}
+
+static const char *sock_path;
+static const char EXEC_FMT[] =
+    "{\"jsonrpc\":\"2.0\",\"id\":%lu,\"method\":\"execute\",\"params\":{\"code\":\"return 1+1\"}}\n";
+
+static size_t exec_line(char *buf, size_t n, unsigned long id)
+{
+    return (size_t)snprintf(buf, n, EXEC_FMT, id);
+}
+
+/* ------------------------------------------------------------------ */
+/* sandboxd scenarios                                                  */
+
+static void m_latency(long n)
+{
+    struct cli c;
+    double *lat = calloc((size_t)n, sizeof *lat);
+    char line[256];
+    long i, warm = n / 10 + 5;
+
+    if (!lat)
+        die("out of memory");
+    cli_open(&c, sock_path);
+    for (i = -warm; i < n; i++) {
+        size_t len = exec_line(line, sizeof line, (unsigned long)(i + warm + 1));
+        double t0 = now_us();
+        json_t *m;
+        send_all(c.fd, line, len);
+        m = cli_recv(&c);
+        if (i >= 0)
+            lat[i] = now_us() - t0;
+        check_two(m);
+        json_decref(m);
+    }
+    cli_close(&c);
+    print_latencies(lat, (size_t)n);
+    free(lat);
+}
+
+static void m_tput(int conns, long n)
+{
+    struct cli *c = calloc((size_t)conns, sizeof *c);
+    struct pollfd *p = calloc((size_t)conns, sizeof *p);
+    double *lat = calloc((size_t)n, sizeof *lat);
+    long sent = 0, done = 0;
+    unsigned long id = 0;
+    char line[256];
+    double t0, el;
+    int i;
+
+    if (!c || !p || !lat)
+        die("out of memory");
+    raise_nofile((rlim_t)conns + 64);
+    for (i = 0; i < conns; i++) {
+        cli_open(&c[i], sock_path);
+        fcntl(c[i].fd, F_SETFL, O_NONBLOCK);
+        p[i].fd = c[i].fd;
+        p[i].events = POLLIN;
+    }
+    t0 = now_us();
+    for (i = 0; i < conns && sent < n; i++, sent++) {
+        send_all(c[i].fd, line, exec_line(line, sizeof line, ++id));
+        c[i].inflight = 1;
+        c[i].t_sent = now_us();
+    }
+    while (done < n) {
+        if (poll(p, (nfds_t)conns, 30000) <= 0)
+            die("no answer within 30 s (%ld of %ld done)", done, n);
+        for (i = 0; i < conns; i++) {
+            json_t *m;
+            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            cli_fill(&c[i]);
+            while ((m = cli_take(&c[i]))) {
+                double t = now_us();
+                check_two(m);
+                json_decref(m);
+                lat[done++] = t - c[i].t_sent;
+                c[i].inflight = 0;
+                if (sent < n) {
+                    send_all(c[i].fd, line, exec_line(line, sizeof line, ++id));
+                    c[i].inflight = 1;
+                    c[i].t_sent = now_us();
+                    sent++;
+                }
+            }
+        }
+    }
+    el = now_us() - t0;
+    for (i = 0; i < conns; i++)
+        cli_close(&c[i]);
+    printf("conns=%d\nrate=%.1f\nelapsed_s=%.3f\n", conns, (double)n / (el / 1e6), el / 1e6);
+    print_latencies(lat, (size_t)n);
+    free(c);
+    free(p);
+    free(lat);
+}
+
+static void m_tools(long calls)
+{
+    struct cli c;
+    char *req;
+    json_t *m;
+    long seen = 0;
+    double t0, el;
+    int len;
+
+    cli_open(&c, sock_path);
+    len = asprintf(&req,
+                   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"execute\",\"params\":{"
+                   "\"code\":\"local s = 0 for i = 1, %ld do s = s + T.f(i) end return s\","
+                   "\"tools\":[{\"name\":\"T\",\"functions\":[\"f\"]}],"
+                   "\"timeout_ms\":600000}}\n", calls);
+    if (len < 0)
+        die("out of memory");
+    t0 = now_us();
+    send_all(c.fd, req, (size_t)len);
+    for (;;) {
+        /* answer every tool call that is buffered in one write */
+        char out[65536];
+        size_t olen = 0;
+        cli_fill(&c);
+        while ((m = cli_take(&c))) {
+            json_t *id = json_object_get(m, "id");
+            if (json_object_get(m, "method")) {
+                const char *sid = json_string_value(id);
+                if (!sid || strlen(sid) > 200)
+                    die("tool/call without a sane string id");
+                /* the daemon's ids are plain tokens; escape nothing but check */
+                if (strpbrk(sid, "\"\\"))
+                    die("tool/call id needs escaping");
+                olen += (size_t)snprintf(out + olen, sizeof out - olen,
+                                         "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":1}\n", sid);
+                seen++;
+                json_decref(m);
+                if (olen > sizeof out - 512) {
+                    send_all(c.fd, out, olen);
+                    olen = 0;
+                }
+                continue;
+            }
+            el = now_us() - t0;
+            {
+                json_t *v = json_object_get(expect_result(m), "value");
+                if (!json_is_integer(v) || json_integer_value(v) != calls || seen != calls)
+                    die("tool scenario: wrong value or call count (%ld calls seen)", seen);
+            }
+            json_decref(m);
+            printf("calls=%ld\nrate=%.1f\nelapsed_s=%.3f\nper_call_us=%.1f\n", calls,
+                   (double)calls / (el / 1e6), el / 1e6, el / (double)calls);
+            cli_close(&c);
+            free(req);
+            return;
+        }
+        if (olen)
+            send_all(c.fd, out, olen);
+    }
+}
+
+static void m_cpu(long repeat, const char *code, const char *limits)
+{
+    struct cli c;
+    json_t *params, *req;
+    double *t = calloc((size_t)repeat, sizeof *t);
+    long i;
+
+    if (!t)
+        die("out of memory");
+    cli_open(&c, sock_path);
+    params = json_pack("{s:s,s:s}", "code", code, "timeout_ms", "infinity");
+    if (limits) {
+        json_error_t err;
+        json_t *l = json_loads(limits, 0, &err);
+        if (!json_is_object(l))
+            die("bad -l JSON: %s", err.text);
+        json_object_set_new(params, "limits", l);
+    }
+    for (i = 0; i < repeat; i++) {
+        char *s;
+        json_t *m, *v;
+        double t0;
+        req = json_pack("{s:s,s:I,s:s,s:O}", "jsonrpc", "2.0", "id", (json_int_t)(i + 1),
+                        "method", "execute", "params", params);
+        s = json_dumps(req, JSON_COMPACT);
+        json_decref(req);
+        t0 = now_us();
+        send_all(c.fd, s, strlen(s));
+        send_all(c.fd, "\n", 1);
+        m = cli_recv(&c);
+        t[i] = now_us() - t0;
+        v = json_object_get(expect_result(m), "value");
+        if (i == 0) {
+            char *vs = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+            printf("value=%s\n", vs ? vs : "?");
+            free(vs);
+        }
+        json_decref(m);
+        free(s);
+    }
+    json_decref(params);
+    cli_close(&c);
+    qsort(t, (size_t)repeat, sizeof *t, cmp_double);
+    printf("best_s=%.4f\nmedian_s=%.4f\n", t[0] / 1e6, pct(t, (size_t)repeat, 50) / 1e6);
+    free(t);
+}
+
+static long proc_status_kib(pid_t pid, const char *key)
+{
+    char path[64], line[256];
+    size_t kl = strlen(key);
+    long v = -1;
+    FILE *f;
+
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    if (!(f = fopen(path, "r")))
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, key, kl) == 0 && line[kl] == ':') {
+            v = strtol(line + kl + 1, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+static void m_idle(int conns, pid_t pid)
+{
+    struct cli *c = calloc((size_t)conns, sizeof *c);
+    const char ping[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n";
+    long before, after, hwm;
+    int i;
+
+    if (!c)
+        die("out of memory");
+    raise_nofile((rlim_t)conns + 64);
+    before = proc_status_kib(pid, "VmRSS");
+    for (i = 0; i < conns; i++) {
+        json_t *m;
+        cli_open(&c[i], sock_path);
+        /* a round trip on each, so the daemon has accepted and read it */
+        send_all(c[i].fd, ping, sizeof ping - 1);
+        m = cli_recv(&c[i]);
+        expect_result(m);
+        json_decref(m);
+        free(c[i].buf);      /* our side need not keep buffers */
+        c[i].buf = NULL;
+        c[i].len = c[i].cap = 0;
+    }
+    usleep(100000);
+    after = proc_status_kib(pid, "VmRSS");
+    hwm = proc_status_kib(pid, "VmHWM");
+    for (i = 0; i < conns; i++)
+        cli_close(&c[i]);
+    if (before < 0 || after < 0)
+        die("cannot read /proc/%d/status", (int)pid);
+    printf("conns=%d\nrss_before_kib=%ld\nrss_kib=%ld\nhwm_kib=%ld\nper_conn_bytes=%.0f\n", conns,
+           before, after, hwm, (double)(after - before) * 1024.0 / conns);
+    free(c);
+}
+
+/* Private_Clean + Private_Dirty of pid, in KiB, or -1. */
+static long private_kib(pid_t pid)
+{
+    char path[64], line[256];
+    long v = 0;
+    int seen = 0;
+    FILE *f;
+
+    snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
+    if (!(f = fopen(path, "r")))
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "Private_Clean:", 14) == 0 || strncmp(line, "Private_Dirty:", 14) == 0) {
+            v += strtol(line + 14, NULL, 10);
+            seen++;
+        }
+    fclose(f);
+    return seen == 2 ? v : -1;
+}
+
+/* Idle pooled workers: children of the daemon named sandboxd-worker. */
+static void m_workermem(pid_t daemon_pid)
+{
+    char cpath[64], buf[4096];
+    long n = 0, sum = 0, mx = 0;
+    FILE *f;
+    char *tok, *save;
+
+    /* /proc/PID/task/PID/children lists the direct children (the zygote
+     * forks workers with CLONE_PARENT, so they are the daemon's) */
+    snprintf(cpath, sizeof cpath, "/proc/%d/task/%d/children", (int)daemon_pid, (int)daemon_pid);
+    if (!(f = fopen(cpath, "r")))
+        die("cannot read %s: %s", cpath, strerror(errno));
+    if (!fgets(buf, sizeof buf, f))
+        buf[0] = '\0';
+    fclose(f);
+    for (tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+        pid_t pid = (pid_t)atoi(tok);
+        char comm[64] = "";
+        char p[64];
+        long kib;
+        snprintf(p, sizeof p, "/proc/%d/comm", (int)pid);
+        if ((f = fopen(p, "r"))) {
+            if (!fgets(comm, sizeof comm, f))
+                comm[0] = '\0';
+            fclose(f);
+        }
+        if (strncmp(comm, "sandboxd-worker", 15) != 0)
+            continue;
+        if ((kib = private_kib(pid)) < 0)
+            continue;
+        n++;
+        sum += kib;
+        if (kib > mx)
+            mx = kib;
+    }
+    if (n == 0)
+        die("no idle worker found under pid %d", (int)daemon_pid);
+    printf("workers=%ld\nprivate_kib_mean=%.0f\nprivate_kib_max=%ld\n", n, (double)sum / (double)n,
+           mx);
+}
+
+/* ------------------------------------------------------------------ */
+/* baselines: one fresh lua5.3 process per execution                   */
+
+static int use_bwrap;
+
+static const char *const bwrap_prefix[] = {
+    BWRAP, "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
+    "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
+    "--proc", "/proc", "--dev", "/dev", "--unshare-all", "--die-with-parent",
+    "--new-session", "--clearenv", NULL,
+};
+
+/* Start lua5.3 -e CODE with stdout on a pipe; returns the pid. */
+static pid_t spawn_lua(const char *code, int *out_fd, int in_fd)
+{
+    const char *argv[64];
+    int n = 0, pfd[2], rc;
+    pid_t pid;
+    posix_spawn_file_actions_t fa;
+
+    if (use_bwrap)
+        for (int i = 0; bwrap_prefix[i]; i++)
+            argv[n++] = bwrap_prefix[i];
+    argv[n++] = LUA_BIN;
+    argv[n++] = "-e";
+    argv[n++] = code;
+    argv[n] = NULL;
+    if (pipe2(pfd, O_CLOEXEC) != 0)
+        die("pipe: %s", strerror(errno));
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+    if (in_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+    rc = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(pfd[1]);
+    if (rc != 0)
+        die("posix_spawn %s: %s", argv[0], strerror(rc));
+    *out_fd = pfd[0];
+    return pid;
+}
+
+/* Read the child's output to EOF and reap it; dies unless it printed 2. */
+static void finish_lua(pid_t pid, int fd)
+{
+    char buf[64];
+    size_t len = 0;
+    ssize_t n;
+    int st;
+
+    while ((n = read(fd, buf + len, sizeof buf - 1 - len)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0)
+            len += (size_t)n;
+    buf[len] = '\0';
+    close(fd);
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || strcmp(buf, "2\n") != 0)
+        die("%s run failed (status 0x%x, output %.40s)", use_bwrap ? "bwrap" : "lua5.3", st, buf);
+}
+
+static void m_spawn_latency(long n)
+{
+    double *lat = calloc((size_t)n, sizeof *lat);
+    long i, warm = n / 10 + 2;
+
+    if (!lat)
+        die("out of memory");
+    for (i = -warm; i < n; i++) {
+        int fd;
+        double t0 = now_us();
+        pid_t pid = spawn_lua("print(1+1)", &fd, -1);
+        finish_lua(pid, fd);
+        if (i >= 0)
+            lat[i] = now_us() - t0;
+    }
+    print_latencies(lat, (size_t)n);
+    free(lat);
+}
+
+static void m_spawn_tput(int par, long n)
+{
+    struct pollfd *p = calloc((size_t)par, sizeof *p);
+    pid_t *pids = calloc((size_t)par, sizeof *pids);
+    char (*out)[16] = calloc((size_t)par, sizeof *out);
+    size_t *olen = calloc((size_t)par, sizeof *olen);
+    long started = 0, done = 0;
+    double t0, el;
+    int i;
+
+    if (!p || !pids || !out || !olen)
+        die("out of memory");
+    raise_nofile((rlim_t)par * 2 + 64);
+    t0 = now_us();
+    for (i = 0; i < par; i++) {
+        p[i].fd = -1;
+        p[i].events = POLLIN;
+        if (started < n) {
+            pids[i] = spawn_lua("print(1+1)", &p[i].fd, -1);
+            fcntl(p[i].fd, F_SETFL, O_NONBLOCK);
+            started++;
+        }
+    }
+    while (done < n) {
+        if (poll(p, (nfds_t)par, 30000) <= 0)
+            die("spawned processes hang");
+        for (i = 0; i < par; i++) {
+            ssize_t r;
+            int st;
+            if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            r = read(p[i].fd, out[i] + olen[i], sizeof out[i] - 1 - olen[i]);
+            if (r < 0 && (errno == EAGAIN || errno == EINTR))
+                continue;
+            if (r > 0) {
+                olen[i] += (size_t)r;
+                if (olen[i] < sizeof out[i] - 1)
+                    continue;
+            }
+            /* EOF: the process has exited (or closed stdout) */
+            close(p[i].fd);
+            p[i].fd = -1;
+            out[i][olen[i]] = '\0';
+            while (waitpid(pids[i], &st, 0) < 0 && errno == EINTR)
+                ;
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || strcmp(out[i], "2\n") != 0)
+                die("%s run failed (status 0x%x)", use_bwrap ? "bwrap" : "lua5.3", st);
+            olen[i] = 0;
+            done++;
+            if (started < n) {
+                pids[i] = spawn_lua("print(1+1)", &p[i].fd, -1);
+                fcntl(p[i].fd, F_SETFL, O_NONBLOCK);
+                started++;
+            }
+        }
+    }
+    el = now_us() - t0;
+    printf("par=%d\nrate=%.1f\nelapsed_s=%.3f\n", par, (double)n / (el / 1e6), el / 1e6);
+    free(p);
+    free(pids);
+    free(out);
+    free(olen);
+}
+
+static void m_spawn_cpu(long repeat, const char *code)
+{
+    double *t = calloc((size_t)repeat, sizeof *t);
+    char *wrapped;
+    long i;
+
+    if (!t || asprintf(&wrapped, "print((function() %s end)())", code) < 0)
+        die("out of memory");
+    for (i = 0; i < repeat; i++) {
+        char buf[256];
+        ssize_t n;
+        size_t len = 0;
+        int fd, st;
+        double t0 = now_us();
+        pid_t pid = spawn_lua(wrapped, &fd, -1);
+        while ((n = read(fd, buf + len, sizeof buf - 1 - len)) > 0)
+            len += (size_t)n;
+        close(fd);
+        waitpid(pid, &st, 0);
+        t[i] = now_us() - t0;
+        buf[len] = '\0';
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            die("lua5.3 failed on the cpu script");
+        if (i == 0)
+            printf("value=%s", buf);
+    }
+    qsort(t, (size_t)repeat, sizeof *t, cmp_double);
+    printf("best_s=%.4f\nmedian_s=%.4f\n", t[0] / 1e6, pct(t, (size_t)repeat, 50) / 1e6);
+    free(t);
+    free(wrapped);
+}
+
+/* An idle lua5.3 blocked in io.read(): its private memory. */
+static void m_spawn_mem(void)
+{
+    int in[2], fd;
+    pid_t pid;
+    long kib = -1;
+    int tries;
+
+    if (pipe2(in, O_CLOEXEC) != 0)
+        die("pipe: %s", strerror(errno));
+    pid = spawn_lua("print(1+1) io.read()", &fd, in[0]);
+    close(in[0]);
+    {
+        char b[8];
+        if (read(fd, b, sizeof b) <= 0)     /* "2\n": it is up and waiting */
+            die("lua5.3 did not start");
+    }
+    for (tries = 0; tries < 3 && kib < 0; tries++)
+        kib = private_kib(pid);
+    close(in[1]);
+    close(fd);
+    waitpid(pid, NULL, 0);
+    if (kib < 0)
+        die("cannot read lua5.3's smaps_rollup");
+    printf("private_kib=%ld\n", kib);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void usage(void)
+{
+    fputs("usage: loadgen MODE [-s SOCK] [-n N] [-c CONNS] [-p PID] [-e CODE] [-l LIMITS] [-b]\n"
+          "modes: latency tput tools cpu idle workermem spawn-latency spawn-tput spawn-cpu "
+          "spawn-mem\n", stderr);
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode, *code = NULL, *limits = NULL;
+    long n = 1000;
+    int conns = 1, opt;
+    pid_t pid = 0;
+
+    if (argc < 2)
+        usage();
+    mode = argv[1];
+    optind = 2;
+    while ((opt = getopt(argc, argv, "s:n:c:p:e:l:b")) != -1) {
+        switch (opt) {
+        case 's': sock_path = optarg; break;
+        case 'n': n = atol(optarg); break;
+        case 'c': conns = atoi(optarg); break;
+        case 'p': pid = (pid_t)atoi(optarg); break;
+        case 'e': code = optarg; break;
+        case 'l': limits = optarg; break;
+        case 'b': use_bwrap = 1; break;
+        default: usage();
+        }
+    }
+    if (n < 1 || conns < 1)
+        usage();
+    signal(SIGPIPE, SIG_IGN);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (strncmp(mode, "spawn", 5) != 0 && strcmp(mode, "workermem") != 0 && !sock_path)
+        die("-s SOCK is required for %s", mode);
+    if (strcmp(mode, "latency") == 0)
+        m_latency(n);
+    else if (strcmp(mode, "tput") == 0)
+        m_tput(conns, n);
+    else if (strcmp(mode, "tools") == 0)
+        m_tools(n);
+    else if (strcmp(mode, "cpu") == 0 && code)
+        m_cpu(n, code, limits);
+    else if (strcmp(mode, "idle") == 0 && pid > 0)
+        m_idle(conns, pid);
+    else if (strcmp(mode, "workermem") == 0 && pid > 0)
+        m_workermem(pid);
+    else if (strcmp(mode, "spawn-latency") == 0)
+        m_spawn_latency(n);
+    else if (strcmp(mode, "spawn-tput") == 0)
+        m_spawn_tput(conns, n);
+    else if (strcmp(mode, "spawn-cpu") == 0 && code)
+        m_spawn_cpu(n, code);
+    else if (strcmp(mode, "spawn-mem") == 0)
+        m_spawn_mem();
+    else
+        usage();
+    return 0;
+}
