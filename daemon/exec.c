@@ -104,6 +104,27 @@ static json_t *exec_stats(struct exec *e, const json_t *wstats)
                      "tool_calls", (json_int_t)e->tool_calls);
 }
 
+/* Issue 5: the one log line per execution (info): connection, request id,
+ * outcome kind, wall and CPU time, heap peak.  The message and the result
+ * may carry the script's data, so they are logged only at debug level. */
+static void exec_log_end(struct exec *e, const char *kind, const json_t *wstats,
+                         const char *detail)
+{
+    char *id = json_dumps(e->req_id, JSON_COMPACT | JSON_ENCODE_ANY);
+    double wall = e->t_start > 0 ? (ev_time() - e->t_start) * 1e3 : 0.0;
+    json_int_t cpu_us = e->t_start > 0 ? stat_int(wstats, "cpu_us", (json_int_t)worker_cpu_us(e)) : 0;
+
+    log_info("exec conn=%llu seq=%llu id=%.64s op=%s outcome=%s wall_ms=%.1f cpu_ms=%.1f "
+             "heap_peak_bytes=%lld tool_calls=%u",
+             e->conn ? (unsigned long long)e->conn->id : 0ULL, (unsigned long long)e->seq,
+             id ? id : "?", e->op == OP_CHECK ? "check" : "execute", kind,
+             wall < 0 ? 0.0 : wall, (double)cpu_us / 1e3,
+             (long long)stat_int(wstats, "heap_peak_bytes", 0), e->tool_calls);
+    if (detail)
+        log_debug("exec seq=%llu %s: %.1500s", (unsigned long long)e->seq, kind, detail);
+    free(id);
+}
+
 static json_t *exec_output(const struct exec *e)
 {
     json_t *s = codec_string_new(e->output ? e->output : "", e->output_len);
@@ -129,9 +150,7 @@ static void exec_fail(struct exec *e, const char *kind, json_t *data, const json
     json_object_set_new(data, "output_truncated", json_boolean(e->output_truncated));
     if (e->t_start > 0)
         json_object_set_new(data, "stats", exec_stats(e, wstats));
-    log_info("exec conn=%llu seq=%llu outcome=%s wall_ms=%.1f: %s",
-             e->conn ? (unsigned long long)e->conn->id : 0ULL, (unsigned long long)e->seq, kind,
-             e->t_start > 0 ? (ev_time() - e->t_start) * 1e3 : 0.0, msg);
+    exec_log_end(e, kind, wstats, msg);     /* issue 5 */
     if (e->conn) {
         json_t *reply = rpc_error_new(e->req_id, kind, msg, data);
         if (reply)
@@ -360,9 +379,13 @@ static void on_result(struct exec *e, const struct exec_evdata *d)
                            "output", exec_output(e), "output_truncated", e->output_truncated,
                            "stats", exec_stats(e, wstats));
     }
-    log_info("exec conn=%llu seq=%llu outcome=ok wall_ms=%.1f tool_calls=%u",
-             e->conn ? (unsigned long long)e->conn->id : 0ULL, (unsigned long long)e->seq,
-             (ev_time() - e->t_start) * 1e3, e->tool_calls);
+    if (log_enabled(LOG_LVL_DEBUG)) {       /* issue 5: the value only at debug */
+        char *v = json_dumps(json_object_get(result, "value"), JSON_COMPACT | JSON_ENCODE_ANY);
+        exec_log_end(e, "ok", wstats, v ? v : "");
+        free(v);
+    } else {
+        exec_log_end(e, "ok", wstats, NULL);
+    }
     reply = rpc_result_new(e->req_id, result);
     if (reply && e->conn)
         conn_send(e->conn, reply);
@@ -576,6 +599,13 @@ struct exec *exec_new(struct conn *c, enum exec_op op, json_t *id, json_t *job, 
     e->deadline.data = e;
     ev_timer_init(&e->cpu_timer, cpu_cb, 0., 0.);
     e->cpu_timer.data = e;
+    if (log_enabled(LOG_LVL_DEBUG)) {       /* issue 5: code only at debug level */
+        char *code = json_dumps(json_object_get(job, "code"), JSON_COMPACT | JSON_ENCODE_ANY);
+        log_debug("exec conn=%llu seq=%llu %s code=%.1500s", (unsigned long long)c->id,
+                  (unsigned long long)e->seq, op == OP_CHECK ? "check" : "execute",
+                  code ? code : "?");
+        free(code);
+    }
     return e;
 }
 
