@@ -244,12 +244,16 @@ static void check_two(json_t *msg)
 }
 
 static const char *sock_path;
-static const char EXEC_FMT[] =
-    "{\"jsonrpc\":\"2.0\",\"id\":%lu,\"method\":\"execute\",\"params\":{\"code\":\"return 1+1\"}}\n";
+static const char *exec_limits;     /* -l: a limits object for every execute */
 
 static size_t exec_line(char *buf, size_t n, unsigned long id)
 {
-    return (size_t)snprintf(buf, n, EXEC_FMT, id);
+    if (exec_limits)
+        return (size_t)snprintf(buf, n, "{\"jsonrpc\":\"2.0\",\"id\":%lu,\"method\":\"execute\","
+                                "\"params\":{\"code\":\"return 1+1\",\"limits\":%s}}\n", id,
+                                exec_limits);
+    return (size_t)snprintf(buf, n, "{\"jsonrpc\":\"2.0\",\"id\":%lu,\"method\":\"execute\","
+                            "\"params\":{\"code\":\"return 1+1\"}}\n", id);
 }
 
 /* ------------------------------------------------------------------ */
@@ -259,7 +263,7 @@ static void m_latency(long n)
 {
     struct cli c;
     double *lat = calloc((size_t)n, sizeof *lat);
-    char line[256];
+    char line[1024];
     long i, warm = n / 10 + 5;
 
     if (!lat)
@@ -288,7 +292,7 @@ static void m_tput(int conns, long n)
     double *lat = calloc((size_t)n, sizeof *lat);
     long sent = 0, done = 0;
     unsigned long id = 0;
-    char line[256];
+    char line[1024];
     double t0, el;
     int i;
 
@@ -802,6 +806,7 @@ int main(int argc, char **argv)
     }
     if (n < 1 || conns < 1)
         usage();
+    exec_limits = limits;
     signal(SIGPIPE, SIG_IGN);
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (strncmp(mode, "spawn", 5) != 0 && strcmp(mode, "workermem") != 0 && !sock_path)

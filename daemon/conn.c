@@ -261,6 +261,17 @@ static void conn_handle_line(struct conn *c, const char *line, size_t len)
         conn_send_error(c, NULL, "parse_error", NULL, "parse error: %s", m.why ? m.why : "invalid JSON");
         break;
     case RPC_INVALID:
+        /* A malformed answer to a pending tool call still ends the wait: the
+         * chunk sees a tool error instead of hanging until its timeout. */
+        if (json_is_string(m.id) && json_is_object(m.root) &&
+            !json_object_get(m.root, "method")) {
+            json_t *err = json_pack("{s:i,s:s}", "code", -32600, "message",
+                                    "the client's answer was not a valid JSON-RPC response");
+            int routed = err && exec_tool_response(c, m.id, NULL, err);
+            json_decref(err);
+            if (routed)
+                break;
+        }
         conn_send_error(c, m.id, "invalid_request", NULL, "invalid request: %s",
                         m.why ? m.why : "not a JSON-RPC 2.0 message");
         break;

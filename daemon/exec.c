@@ -25,6 +25,7 @@
 #include "daemon/worker.h"
 #include "daemon/wproc.h"
 #include "daemon/sup.h"
+#include "policy/seccomp.h"     /* containment: seccomp_syscall_name */
 #include "proto/bindings.h"
 #include "proto/codec.h"
 #include "proto/jsonrpc.h"
@@ -425,6 +426,20 @@ static void on_exit_early(struct exec *e, const struct exec_evdata *d)
     if (WIFSIGNALED(st) && WTERMSIG(st) == SIGXCPU) {
         exec_fail(e, "cpu_limit", data, NULL, "execution exceeded the CPU limit of %llu ms",
                   (unsigned long long)e->lim.cpu_ms);
+    } else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS && d->has_syscall && d->syscall >= 0) {
+        /* containment: the worker's SIGSYS handler named the call (a hint
+         * from a possibly compromised process: only a number, and only
+         * believed when the worker did die by SIGSYS) */
+        char name[64];
+        if (seccomp_syscall_name(d->syscall, name, sizeof name) < 0)
+            snprintf(name, sizeof name, "unknown");
+        json_object_set_new(data, "signal", json_integer(SIGSYS));
+        json_object_set_new(data, "reason", json_string("forbidden system call (seccomp)"));
+        json_object_set_new(data, "syscall", json_integer(d->syscall));
+        json_object_set_new(data, "syscall_name", json_string(name));
+        exec_fail(e, "crashed", data, NULL,
+                  "worker killed by signal %d (forbidden system call %s, number %ld)",
+                  SIGSYS, name, d->syscall);
     } else if (WIFSIGNALED(st)) {
         int sig = WTERMSIG(st);
         json_object_set_new(data, "signal", json_integer(sig));
@@ -611,8 +626,8 @@ struct exec *exec_new(struct conn *c, enum exec_op op, json_t *id, json_t *job, 
 
 /* A response may be passed on only by the connection the execution
  * belongs to, and only for the id of its pending tool/call. */
-void exec_tool_response(struct conn *c, const json_t *id, const json_t *result,
-                        const json_t *error)
+int exec_tool_response(struct conn *c, const json_t *id, const json_t *result,
+                       const json_t *error)
 {
     struct list_head *pos, *tmp;
     const char *sid = json_string_value(id);
@@ -632,10 +647,11 @@ void exec_tool_response(struct conn *c, const json_t *id, const json_t *result,
             exec_event(e, json_is_true(json_object_get(json_object_get(error, "data"), "abort"))
                           ? XE_TOOL_ABORT : XE_TOOL_ERR, &d);
         }
-        return;
+        return 1;
     }
     log_notice("conn=%llu: ignoring a response for unknown id %s",
                (unsigned long long)c->id, sid ? sid : "(not a string)");
+    return 0;
 }
 
 struct exec *exec_find(struct conn *c, const json_t *id)

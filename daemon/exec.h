@@ -61,6 +61,10 @@ struct exec_evdata {
     const char *why;
     int status;
     struct wproc *w;
+    /* XE_EXIT (containment): the number the worker's SIGSYS handler
+     * reported in a CHAN_SYSCALL frame; a hint, valid if has_syscall */
+    int has_syscall;
+    long syscall;
 };
 
 struct exec {
@@ -95,9 +99,10 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d);
 /* A live (not yet answered) execution of c with request id `id`, or NULL. */
 struct exec *exec_find(struct conn *c, const json_t *id);
 /* A response from the client; routed to the execution whose tool/call has
- * this id, or logged and ignored. */
-void exec_tool_response(struct conn *c, const json_t *id, const json_t *result,
-                        const json_t *error);
+ * this id (returns 1), or logged and ignored (returns 0).  With result NULL,
+ * error is the error object (borrowed). */
+int exec_tool_response(struct conn *c, const json_t *id, const json_t *result,
+                       const json_t *error);
 /* The connection is going away: detach and kill every execution of c. */
 void exec_detach_all(struct conn *c);
 /* Free an execution that never left QUEUED and was never queued (busy). */

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -17,6 +18,7 @@
 #include "daemon/log.h"
 #include "daemon/sched.h"
 #include "daemon/sup.h"
+#include "policy/seccomp.h"     /* containment: seccomp_syscall_name */
 
 static void wproc_read_cb(struct ev_loop *loop, ev_io *io, int revents);
 static void wproc_write_cb(struct ev_loop *loop, ev_io *io, int revents);
@@ -153,6 +155,27 @@ void wproc_violation(struct wproc *w, const char *why)
         exec_event(e, XE_BAD, &d);
 }
 
+/* Containment (issue 3): the worker's SIGSYS handler reports the number of
+ * the forbidden call just before the worker dies by SIGSYS.  It comes from
+ * a possibly compromised process, so it is a hint: kept (first one only)
+ * and logged, never an event; exec.c uses it only if the worker really died
+ * by SIGSYS.  The reader has already checked the exact payload size. */
+static void wproc_syscall(struct wproc *w, const unsigned char *payload, size_t len)
+{
+    struct chan_syscall r;
+    char name[64];
+
+    if (w->has_syscall || len != sizeof r)
+        return;
+    memcpy(&r, payload, sizeof r);
+    w->has_syscall = 1;
+    w->syscall = r.nr;
+    if (seccomp_syscall_name(r.nr, name, sizeof name) < 0)
+        snprintf(name, sizeof name, "unknown");
+    log_warn("worker %d: forbidden system call %ld (%s), as reported by the worker",
+             (int)w->pid, (long)r.nr, name);
+}
+
 /* Turn one frame into an event of the attached execution. */
 static void wproc_frame(struct wproc *w, uint32_t type, const unsigned char *payload, size_t len)
 {
@@ -161,6 +184,10 @@ static void wproc_frame(struct wproc *w, uint32_t type, const unsigned char *pay
     json_error_t jerr;
     enum exec_ev ev;
 
+    if (type == CHAN_SYSCALL) {     /* containment: see wproc_syscall() */
+        wproc_syscall(w, payload, len);
+        return;
+    }
     if (!w->exec) {
         wproc_violation(w, "frame from a worker without a job");
         return;
@@ -239,6 +266,8 @@ void wproc_exited(struct wproc *w, int status, uint64_t cpu_us)
 
     if (!w->killed && w->fd >= 0)
         wproc_drain(w);          /* an end frame may still sit in the socket */
+    d.has_syscall = w->has_syscall;  /* containment: the SIGSYS report, if any */
+    d.syscall = w->syscall;
     ev_io_stop(s->loop, &w->rio);
     ev_io_stop(s->loop, &w->wio);
     if (w->fd >= 0)

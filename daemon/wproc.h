@@ -40,6 +40,9 @@ struct wproc {
     size_t out_len, out_pos;
     struct exec *exec;          /* NULL while pooled or after its execution ended */
     int    killed;
+    /* containment: the first CHAN_SYSCALL report (a hint), if any */
+    int    has_syscall;
+    long   syscall;
 };
 
 struct wproc *wproc_new(struct sup *s, pid_t pid, int fd);

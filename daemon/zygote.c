@@ -4,8 +4,10 @@
  */
 #include "daemon/zygote.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <grp.h>
 #include <pwd.h>
 #include <sched.h>
@@ -45,42 +47,228 @@ static void zygote_io_cb(struct ev_loop *loop, ev_io *io, int revents)
     zygote_poll(io->data);
 }
 
-/* Resolve [worker] user/group/chroot when we run as root. */
-static void worker_identity(const struct sup *s, char *uid, char *gid, size_t n)
-{
-    struct passwd *pw;
-    struct group *gr;
+/* ---- worker identity and containment layers (issue 3) ----
+ *
+ * Decided once, at the first zygote_start (like the socket, the worker
+ * identity is fixed at start; a SIGHUP does not change it), and reused for
+ * every zygote restart.  As root:
+ *  - [worker] user (and group) must resolve to non-root ids, else the daemon
+ *    refuses to start: workers never run as root silently;
+ *  - [worker] chroot, if set, is created when missing (root-owned, 0555) and
+ *    must be a root-owned directory that is empty, not group/other-writable,
+ *    reached through root-owned ancestors that others cannot rename (not
+ *    writable by group/other, or sticky); else the daemon refuses to start;
+ *  - a throwaway child runs the worker's own drop (contain_drop_privileges)
+ *    once per namespace type to learn which ones this host permits, then all
+ *    of them together, and checks that "/" is not writable afterwards; a
+ *    failing drop refuses to start.  Workers get exactly the namespaces that
+ *    passed (an unshare failure in a worker is then fatal to that worker).
+ * The active layers are logged once. */
+static struct {
+    int  decided;
+    char uid[16], gid[16], ns[16];
+    char chroot[PATH_MAX];
+} layers;
 
-    uid[0] = gid[0] = '\0';
-    if (geteuid() != 0 || !s->cfg.worker_user || !*s->cfg.worker_user)
-        return;
-    if (!(pw = getpwnam(s->cfg.worker_user))) {
-        log_warn("worker user '%s' does not exist; workers keep the daemon's uid",
-                 s->cfg.worker_user);
-        return;
+static const struct { int flag; const char *name; } ns_names[] = {
+    { CLONE_NEWNET, "net" }, { CLONE_NEWIPC, "ipc" },
+    { CLONE_NEWNS, "mnt" }, { CLONE_NEWUTS, "uts" },
+};
+
+#define PROBE_ROOT_WRITABLE 250     /* probe exit: "/" writable after the drop */
+
+/* Run contain_drop_privileges() with these namespaces in a child; 0, or the
+ * errno it failed with (PROBE_ROOT_WRITABLE: the drop "worked" but the root
+ * is writable). */
+static int probe_drop(uid_t uid, gid_t gid, const char *chroot_dir, int ns)
+{
+    struct contain_opts o = { .drop_privs = 1, .uid = uid, .gid = gid,
+                              .chroot_dir = chroot_dir, .unshare_flags = ns };
+    int status;
+    pid_t pid = fork();
+
+    if (pid < 0)
+        return errno;
+    if (pid == 0) {
+        if (contain_drop_privileges(&o) < 0)
+            _exit(errno > 0 && errno < PROBE_ROOT_WRITABLE ? errno : EPERM);
+        _exit(access("/", W_OK) == 0 ? PROBE_ROOT_WRITABLE : 0);
     }
-    snprintf(uid, n, "%u", (unsigned)pw->pw_uid);
-    snprintf(gid, n, "%u", (unsigned)pw->pw_gid);
-    if (s->cfg.worker_group && *s->cfg.worker_group && (gr = getgrnam(s->cfg.worker_group)))
-        snprintf(gid, n, "%u", (unsigned)gr->gr_gid);
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            return errno;
+    }
+    if (!WIFEXITED(status))
+        return EINTR;
+    return WEXITSTATUS(status);
+}
+
+static const char *probe_error(int err)
+{
+    return err == PROBE_ROOT_WRITABLE ? "the chroot is writable by the worker user"
+                                      : strerror(err);
+}
+
+/* Not writable by group/other, or sticky (others cannot rename entries). */
+static int safe_dir_mode(const struct stat *st)
+{
+    return st->st_uid == 0 && S_ISDIR(st->st_mode) &&
+           ((st->st_mode & (S_IWGRP | S_IWOTH)) == 0 || (st->st_mode & S_ISVTX));
+}
+
+/* Create (if missing) and check the empty chroot directory; the resolved
+ * path goes into out.  0, or -1 after logging why. */
+static int prepare_chroot(const char *path, char *out, size_t outlen)
+{
+    struct stat st;
+    char real[PATH_MAX], up[PATH_MAX];
+    DIR *d;
+    struct dirent *de;
+    int entries = 0;
+
+    if (lstat(path, &st) < 0 && errno == ENOENT) {
+        if (mkdir(path, 0555) < 0) {
+            log_err("worker chroot '%s': cannot create it: %s", path, strerror(errno));
+            return -1;
+        }
+        if (chown(path, 0, 0) < 0 || chmod(path, 0555) < 0) {
+            log_err("worker chroot '%s': %s", path, strerror(errno));
+            return -1;
+        }
+        log_notice("created the empty worker chroot %s (root, 0555)", path);
+    }
+    errno = 0;
+    if (!realpath(path, real) || strlen(real) >= outlen) {
+        log_err("worker chroot '%s': %s", path, strerror(errno ? errno : ENAMETOOLONG));
+        return -1;
+    }
+    if (lstat(real, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
+        (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        log_err("worker chroot '%s' must be a directory owned by root and not writable "
+                "by group or others", real);
+        return -1;
+    }
+    if (!(d = opendir(real))) {
+        log_err("worker chroot '%s': %s", real, strerror(errno));
+        return -1;
+    }
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            entries++;
+    closedir(d);
+    if (entries) {
+        log_err("worker chroot '%s' is not empty", real);
+        return -1;
+    }
+    /* every ancestor: root-owned, and others cannot swap the path under us */
+    snprintf(up, sizeof up, "%s", real);
+    for (char *slash = strrchr(up, '/'); slash; slash = strrchr(up, '/')) {
+        *slash = '\0';
+        const char *dir = up[0] ? up : "/";
+        if (lstat(dir, &st) < 0 || !safe_dir_mode(&st)) {
+            log_err("worker chroot '%s': ancestor %s must be owned by root and not "
+                    "writable by group or others (or sticky)", real, dir);
+            return -1;
+        }
+        if (!up[0])
+            break;
+    }
+    snprintf(out, outlen, "%s", real);
+    return 0;
+}
+
+/* Decide the worker identity and layers (once).  0, or -1: refuse to start. */
+static int decide_layers(const struct sup *s)
+{
+    const struct passwd *pw;
+    const struct group *gr;
+    uid_t uid;
+    gid_t gid;
+    int ns = 0, err;
+    char names[64] = "";
+
+    if (layers.decided)
+        return 0;
+    if (geteuid() != 0) {
+        log_notice("containment: not root, so workers keep uid %u: no uid drop, chroot or "
+                   "namespaces; active: one fresh process per execution, fds closed, rlimits, "
+                   "no_new_privs, non-dumpable, seccomp allowlist", (unsigned)geteuid());
+        layers.decided = 1;
+        return 0;
+    }
+    if (!s->cfg.worker_user || !*s->cfg.worker_user) {
+        log_err("running as root with no [worker] user: refusing to run workers as root");
+        return -1;
+    }
+    if (!(pw = getpwnam(s->cfg.worker_user))) {
+        log_err("[worker] user '%s' does not exist: refusing to run workers as root",
+                s->cfg.worker_user);
+        return -1;
+    }
+    uid = pw->pw_uid;
+    gid = pw->pw_gid;
+    if (s->cfg.worker_group && *s->cfg.worker_group) {
+        if (!(gr = getgrnam(s->cfg.worker_group))) {
+            log_err("[worker] group '%s' does not exist: refusing to run workers as root",
+                    s->cfg.worker_group);
+            return -1;
+        }
+        gid = gr->gr_gid;
+    }
+    if (uid == 0 || gid == 0) {
+        log_err("[worker] user/group resolve to uid %u gid %u: workers must not run as root "
+                "or in group 0", (unsigned)uid, (unsigned)gid);
+        return -1;
+    }
+    if (s->cfg.worker_chroot && *s->cfg.worker_chroot &&
+        prepare_chroot(s->cfg.worker_chroot, layers.chroot, sizeof layers.chroot) < 0)
+        return -1;
+    if ((err = probe_drop(uid, gid, layers.chroot[0] ? layers.chroot : NULL, 0)) != 0) {
+        log_err("workers cannot drop to uid %u gid %u%s%s: %s; refusing to start",
+                (unsigned)uid, (unsigned)gid, layers.chroot[0] ? " in chroot " : "",
+                layers.chroot, probe_error(err));
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof ns_names / sizeof ns_names[0]; i++) {
+        err = probe_drop(uid, gid, layers.chroot[0] ? layers.chroot : NULL, ns_names[i].flag);
+        if (err == 0) {
+            ns |= ns_names[i].flag;
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
+                     names[0] ? "+" : "", ns_names[i].name);
+        } else {
+            log_warn("containment: %s namespace not permitted here (%s); workers share "
+                     "the daemon's", ns_names[i].name, probe_error(err));
+        }
+    }
+    if (ns && (err = probe_drop(uid, gid, layers.chroot[0] ? layers.chroot : NULL, ns)) != 0) {
+        log_warn("containment: namespaces %s together fail (%s); workers get none",
+                 names, probe_error(err));
+        ns = 0;
+        names[0] = '\0';
+    }
+    snprintf(layers.uid, sizeof layers.uid, "%u", (unsigned)uid);
+    snprintf(layers.gid, sizeof layers.gid, "%u", (unsigned)gid);
+    snprintf(layers.ns, sizeof layers.ns, "%d", ns);
+    if (!layers.chroot[0])
+        log_warn("containment: [worker] chroot is empty: workers see the daemon's file system "
+                 "(seccomp still forbids every file call)");
+    log_notice("containment: workers run as uid %u (%s) gid %u, chroot %s, namespaces %s; "
+               "also one fresh process per execution, fds closed, rlimits, no_new_privs, "
+               "non-dumpable, seccomp allowlist",
+               (unsigned)uid, s->cfg.worker_user, (unsigned)gid,
+               layers.chroot[0] ? layers.chroot : "none", names[0] ? names : "none");
+    layers.decided = 1;
+    return 0;
 }
 
 int zygote_start(struct sup *s)
 {
     int sv[2];
     pid_t pid;
-    char fdbuf[16], ppid[16], uid[16], gid[16];
-    const char *chroot_dir = "";
-    struct stat st;
+    char fdbuf[16], ppid[16];
 
-    worker_identity(s, uid, gid, sizeof uid);
-    if (uid[0] && s->cfg.worker_chroot && *s->cfg.worker_chroot) {
-        if (stat(s->cfg.worker_chroot, &st) == 0 && S_ISDIR(st.st_mode))
-            chroot_dir = s->cfg.worker_chroot;
-        else
-            log_warn("worker chroot '%s' is not a directory; workers run without chroot",
-                     s->cfg.worker_chroot);
-    }
+    if (decide_layers(s) < 0)       /* containment: refuse rather than run as root */
+        return -1;
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
         log_err("zygote: socketpair: %s", strerror(errno));
         return -1;
@@ -97,7 +285,7 @@ int zygote_start(struct sup *s)
     if (pid == 0) {
         sigset_t none;
         char *argv[] = { (char *)"sandboxd", (char *)"--zygote", fdbuf, ppid,
-                         uid, gid, (char *)chroot_dir, NULL };
+                         layers.uid, layers.gid, layers.chroot, layers.ns, NULL };
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);   /* libev blocks what it watches */
         if (fcntl(sv[1], F_SETFD, 0) == 0)
@@ -264,7 +452,7 @@ void zygote_main(int argc, char **argv)
     struct luaenv *env;
     int zfd;
 
-    if (argc < 7)
+    if (argc < 8)
         _exit(2);
     zfd = atoi(argv[2]);
     opts.supervisor = (pid_t)atoi(argv[3]);
@@ -277,6 +465,7 @@ void zygote_main(int argc, char **argv)
         opts.uid = (uid_t)strtoul(argv[4], NULL, 10);
         opts.gid = (gid_t)strtoul(argv[5], NULL, 10);
         opts.chroot_dir = argv[6][0] ? argv[6] : NULL;
+        opts.unshare_flags = (int)strtol(argv[7], NULL, 10) & CONTAIN_NS_ALL;
     }
     clearenv();
     /* jansson seeds its hash function from /dev/urandom on first use; do it

@@ -13,16 +13,19 @@
 
 #include "daemon/worker.h"
 #include "policy/seccomp.h"
+#include "proto/chan.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +34,10 @@
 #define WARM_SMALL_BYTES 64UL
 #define CLOSE_FALLBACK_MAX 65536U      /* close loop bound without close_range */
 #define WORKER_TZ        ":/etc/localtime" /* glibc's default zone, named */
+#ifndef SYS_SECCOMP
+#define SYS_SECCOMP      1             /* si_code of a seccomp SIGSYS (the
+                                          kernel's asm-generic/siginfo.h) */
+#endif
 
 /* 1. Own process group (the supervisor kills the group), die with the
  *    supervisor, and make sure it did not die before the prctl. */
@@ -118,17 +125,19 @@ static int set_limits(void)
     return 0;
 }
 
-/* unshare() "where permitted": EPERM (a container or LSM forbids it), EINVAL
- * (namespaces not built in) and ENOSYS (unshare filtered away) leave the
- * worker in the daemon's namespaces, which seccomp already keeps it from
- * using.  Any other error (ENOMEM, ENOSPC: namespace limits) fails. */
-static int unshare_namespaces(void)
+/* New namespaces: exactly opts->unshare_flags, or nothing when it is 0.
+ * The supervisor probes at start-up which namespaces this host permits
+ * (daemon/zygote.c) and passes only those, so here any failure is an error:
+ * the worker never runs with fewer layers than the start-up log announced. */
+static int unshare_namespaces(int flags)
 {
-    if (unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS) == 0)
+    if (flags == 0)
         return 0;
-    if (errno == EPERM || errno == EINVAL || errno == ENOSYS)
-        return 0;
-    return -1;
+    if (flags & ~CONTAIN_NS_ALL) {
+        errno = EINVAL;
+        return -1;
+    }
+    return unshare(flags);
 }
 
 /* The ids are exactly uid/gid (real, effective, saved), there are no
@@ -151,17 +160,18 @@ static int verify_dropped(uid_t uid, gid_t gid)
     return 0;
 }
 
-/* 5. Root only: chroot, namespaces, then drop to uid/gid for good.  A drop
- *    to uid 0 or gid 0 is refused (EINVAL): it would drop nothing. */
-static int drop_privileges(const struct contain_opts *opts)
+/* 6. Root only: namespaces, chroot, then drop to uid/gid for good.  A drop
+ *    to uid 0 or gid 0 is refused (EINVAL): it would drop nothing.  The new
+ *    mount namespace comes first so the chroot happens inside it. */
+int contain_drop_privileges(const struct contain_opts *opts)
 {
-    if (opts->uid == 0 || opts->gid == 0) {
+    if (!opts || opts->uid == 0 || opts->gid == 0) {
         errno = EINVAL;
         return -1;
     }
-    if (opts->chroot_dir && (chroot(opts->chroot_dir) < 0 || chdir("/") < 0))
+    if (unshare_namespaces(opts->unshare_flags) < 0)
         return -1;
-    if (unshare_namespaces() < 0)
+    if (opts->chroot_dir && (chroot(opts->chroot_dir) < 0 || chdir("/") < 0))
         return -1;
     if (setgroups(0, NULL) < 0 ||
         setresgid(opts->gid, opts->gid, opts->gid) < 0 ||
@@ -170,7 +180,7 @@ static int drop_privileges(const struct contain_opts *opts)
     return verify_dropped(opts->uid, opts->gid);
 }
 
-/* 6. No core dumps, no ptrace by the same uid, no /proc/<pid> access by
+/* 7. No core dumps, no ptrace by the same uid, no /proc/<pid> access by
  *    others; no privilege gain through execve (and required for seccomp). */
 static int set_process_flags(void)
 {
@@ -194,8 +204,8 @@ static int warm_alloc(size_t size)
     return 0;
 }
 
-/* 7. Make glibc do its one-time work now: the timezone file is read on the
- *    first conversion (F16), clock() is a real syscall (F15), and malloc
+/* 5. Make glibc do its one-time work now, before the chroot (step 6) hides
+ *    /etc/localtime: the timezone file is read on the first conversion (F16), clock() is a real syscall (F15), and malloc
  *    initialises itself and takes the mmap path for a large block.  The
  *    environment gets exactly one variable, TZ=:/etc/localtime (the zone
  *    glibc uses when TZ is unset), because only a set TZ lets later tzset()
@@ -222,6 +232,55 @@ static int warm_up(void)
     return 0;
 }
 
+/* 8. The SIGSYS report.  The filter's default action is SECCOMP_RET_TRAP
+ *     (policy/seccomp.c): a forbidden call is skipped and SIGSYS arrives
+ *     here with its number.  The handler is async-signal-safe and uses no
+ *     mutable state: one write(2) of a fixed 16-byte CHAN_SYSCALL frame on
+ *     the channel, then rt_sigaction(SIGSYS, NULL, NULL), which the filter
+ *     answers with kill-process, so the worker dies by SIGSYS exactly as
+ *     with a plain kill-process filter.  It never returns: rt_sigreturn is
+ *     kill-process too.  If the process is compromised the report may be a
+ *     lie (it could have written any frame itself anyway); the supervisor
+ *     treats it as a hint.  Every way the handler can fail still kills:
+ *     SIGSYS is blocked inside it and SA_RESETHAND has reset it to the
+ *     default action, so a second trap is fatal; exit_group is the last
+ *     resort if the kill rule were ever missing. */
+static void sigsys_report(int sig, siginfo_t *si, void *uctx)
+{
+    struct {
+        struct chan_header h;
+        struct chan_syscall r;
+    } f;
+
+    (void)sig; (void)uctx;
+    _Static_assert(sizeof f == CHAN_HEADER_SIZE + CHAN_SYSCALL_SIZE, "frame layout");
+    f.h.type = CHAN_SYSCALL;
+    f.h.len = CHAN_SYSCALL_SIZE;
+    f.r.nr = si->si_code == SYS_SECCOMP ? (int32_t)si->si_syscall : -1;
+    f.r.arch = si->si_code == SYS_SECCOMP ? (uint32_t)si->si_arch : 0;
+    (void)syscall(SYS_write, WORKER_CHAN_FD, &f, sizeof f);
+    (void)syscall(SYS_rt_sigaction, SIGSYS, NULL, NULL, sizeof(uint64_t));
+    for (;;)
+        (void)syscall(SYS_exit_group, 128 + SIGSYS);
+}
+
+static int install_sigsys_report(void)
+{
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = sigsys_report;
+    sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+    if (sigfillset(&sa.sa_mask) < 0)        /* nothing interrupts the report */
+        return -1;
+    if (sigaction(SIGSYS, &sa, NULL) < 0)
+        return -1;
+    sigset_t set;                           /* SIGSYS deliverable */
+    if (sigemptyset(&set) < 0 || sigaddset(&set, SIGSYS) < 0)
+        return -1;
+    return sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
 int contain_worker(int chan_fd, const struct contain_opts *opts)
 {
     if (!opts || (!opts->no_seccomp && !opts->filter)) {
@@ -236,13 +295,14 @@ int contain_worker(int chan_fd, const struct contain_opts *opts)
         return -1;
     if (set_limits() < 0)                                   /* 4 */
         return -1;
-    if (opts->drop_privs && drop_privileges(opts) < 0)      /* 5 */
+    if (warm_up() < 0)                                      /* 5 */
         return -1;
-    if (set_process_flags() < 0)                            /* 6 */
+    if (opts->drop_privs && contain_drop_privileges(opts) < 0) /* 6 */
         return -1;
-    if (warm_up() < 0)                                      /* 7 */
+    if (set_process_flags() < 0)                            /* 7 */
         return -1;
-    if (!opts->no_seccomp && seccomp_policy_install(opts->filter) < 0) /* 8 */
+    if (!opts->no_seccomp && (install_sigsys_report() < 0 ||  /* 8 */
+                              seccomp_policy_install(opts->filter) < 0))
         return -1;
     return 0;
 }

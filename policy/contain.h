@@ -10,18 +10,26 @@
  *   3. the environment cleared (clearenv; the zygote already emptied it);
  *   4. rlimits: CORE 0, FSIZE 0, NOFILE 4, NPROC untouched (per-uid),
  *      STACK 8 MiB; RLIMIT_AS is set per job by the supervisor;
- *   5. when opts->drop_privs (root, with a worker user): chroot(opts->chroot_dir)
- *      and chdir("/") if chroot_dir is set, unshare(CLONE_NEWNET|CLONE_NEWIPC|
- *      CLONE_NEWNS) where permitted (EPERM/EINVAL/ENOSYS are ignored, other
- *      errors fail), setgroups(0)/setresgid/setresuid, then a check that the
- *      ids stuck and setuid(0) fails; uid or gid 0 is refused (EINVAL);
- *   6. PR_SET_DUMPABLE 0, PR_SET_NO_NEW_PRIVS 1;
- *   7. glibc warm-up: TZ=:/etc/localtime (the only environment variable: with
+ *   5. glibc warm-up: TZ=:/etc/localtime (the only environment variable: with
  *      TZ unset glibc reopens the zone file on every mktime/strftime %Z),
  *      tzset, localtime_r, gmtime_r, clock(), strftime, one large (mmap) and
- *      one small malloc/free;
- *   8. seccomp_policy_install(opts->filter) unless opts->no_seccomp.
+ *      one small malloc/free; before step 6, so the zone file is read from
+ *      the real root, not the empty chroot;
+ *   6. when opts->drop_privs (root, with a worker user):
+ *      unshare(opts->unshare_flags) if non-zero (a subset of CONTAIN_NS_ALL,
+ *      the namespaces the supervisor's start-up probe found permitted; any
+ *      failure fails), chroot(opts->chroot_dir) and chdir("/") if chroot_dir
+ *      is set, setgroups(0)/setresgid/setresuid, then a check that the ids
+ *      stuck and setuid(0) fails; uid or gid 0 is refused (EINVAL);
+ *   7. PR_SET_DUMPABLE 0, PR_SET_NO_NEW_PRIVS 1;
+ *   8. unless opts->no_seccomp: the SIGSYS report handler (SA_RESETHAND,
+ *      every signal blocked while it runs; it writes one CHAN_SYSCALL frame
+ *      on WORKER_CHAN_FD and dies by a kill-process rule, see contain.c),
+ *      then seccomp_policy_install(opts->filter).
  * rlimits are only ever lowered (soft and hard, never above the old value).
+ * No RLIMIT_AS/RLIMIT_CPU backstop is set here: the worker sets both (soft
+ * and hard) from its job before running any chunk (daemon/worker.c), see
+ * docs/security.md for why a zygote-time value would be worse.
  * Returns 0, or -1 with errno set (the caller _exits with WORKER_EXIT_SETUP);
  * nothing is printed (fds 0-2 are /dev/null from step 2).  ESRCH: the parent
  * is not opts->supervisor.
@@ -30,7 +38,12 @@
 #define SANDBOXD_CONTAIN_H
 
 #include <linux/filter.h>
+#include <sched.h>
 #include <sys/types.h>
+
+/* The namespaces a worker may be given (step 6).  CLONE_NEWPID is not one:
+ * see docs/security.md. */
+#define CONTAIN_NS_ALL (CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWNS | CLONE_NEWUTS)
 
 struct contain_opts {
     pid_t supervisor;                  /* expected parent */
@@ -41,8 +54,13 @@ struct contain_opts {
     uid_t uid;
     gid_t gid;
     const char *chroot_dir;            /* NULL: no chroot */
+    int   unshare_flags;               /* drop_privs only: CLONE_NEW* to unshare, 0 none */
 };
 
 int contain_worker(int chan_fd, const struct contain_opts *opts);
+
+/* Step 6 alone (namespaces, chroot, uid/gid drop and its verification), for
+ * the supervisor's start-up probe in a throwaway child.  0, or -1 with errno. */
+int contain_drop_privileges(const struct contain_opts *opts);
 
 #endif

@@ -3,10 +3,29 @@
  *
  * The filter is built once, in the zygote, with libseccomp and exported as a
  * raw BPF program; each worker installs that program with one prctl() as the
- * last step of contain_worker().  Anything not listed below kills the whole
- * process (SCMP_ACT_KILL_PROCESS, seen by the supervisor as death by SIGSYS).
- * Calls from another ABI (i386 `int 0x80`, x32 numbers) take the bad-arch
- * action, also kill-process; no other architecture is added.
+ * last step of contain_worker().  Calls from another ABI (i386 `int 0x80`,
+ * x32 numbers) take the bad-arch action, kill-process; no other
+ * architecture is added.
+ *
+ * The default action (any x86_64 call not listed below) is SECCOMP_RET_TRAP:
+ * the call is not executed and the kernel sends SIGSYS with the syscall
+ * number in si_syscall.  The worker's SIGSYS handler (policy/contain.c,
+ * installed just before the filter) writes one fixed-size CHAN_SYSCALL frame
+ * on the channel and then makes a call this filter answers with
+ * SCMP_ACT_KILL_PROCESS, so the worker still dies by SIGSYS and the
+ * supervisor learns which call it was (as a hint: the process may have been
+ * compromised).  The guarantee that a forbidden call ends the process does
+ * not depend on the handler behaving:
+ *  - the trapped call never runs, and the handler is fixed at containment
+ *    (rt_sigaction is kill-process, so it cannot be replaced);
+ *  - rt_sigreturn is kill-process: no handler in the worker ever returns, so
+ *    execution can never resume after a forbidden call (and sigreturn-
+ *    oriented programming has nothing to use);
+ *  - SIGSYS is blocked while the handler runs and SA_RESETHAND resets it to
+ *    the default action, so a second trap inside the handler kills at once
+ *    (the kernel also forces SIG_DFL for a trap while SIGSYS is blocked);
+ *  - a handler that cannot run (bad stack) means SIGSEGV, also a death.
+ * See seccomp_policy_prepare() and docs/security.md for the trade-off.
  *
  * The allowlist, and why each entry is there:
  *
@@ -37,10 +56,13 @@
  *   gettimeofday,     os.time()/time() when the vDSO is unusable; they take
  *   time              no clock id and only write to caller memory.
  *   exit_group, exit  termination (_exit).
- *   rt_sigreturn      return from a signal handler (SIGXCPU/SIGALRM handlers,
- *                     if a build installs them).
  *
- * Deliberately absent (each kills): openat/open, socket, connect, clone,
+ * Kill-process at once (no report, see above): rt_sigreturn and
+ * rt_sigaction.  No handler in the worker returns, and the SIGSYS handler
+ * ends with rt_sigaction(SIGSYS, NULL, NULL) - a no-op query if it were
+ * ever allowed - to die by this rule.
+ *
+ * Deliberately absent (each traps, is reported, and kills): openat/open, socket, connect, clone,
  * clone3, fork, vfork, execve, execveat, ptrace, prctl, mprotect, kill,
  * tgkill, ioctl, getpid, getrandom, futex, rt_sigprocmask, sigaltstack,
  * fstat.  getpid is not needed: neither Lua nor the worker calls it after
@@ -56,6 +78,8 @@
 #include "policy/seccomp.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <sys/resource.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
@@ -177,13 +201,24 @@ static int rlimit_rules(scmp_filter_ctx ctx)
     return 0;
 }
 
-/* Termination and signal return. */
+/* Termination. */
 static int exit_rules(scmp_filter_ctx ctx)
 {
     int rc;
     TRY(allow(ctx, SCMP_SYS(exit_group)));    /* _exit() */
     TRY(allow(ctx, SCMP_SYS(exit)));          /* thread exit, for completeness */
-    TRY(allow(ctx, SCMP_SYS(rt_sigreturn)));  /* return from SIGXCPU/SIGALRM handlers */
+    return 0;
+}
+
+/* Signal plumbing the SIGSYS report depends on: kill-process, not trap.
+ * rt_sigreturn: no worker handler returns, so a forbidden call can never
+ * be resumed (and no SROP).  rt_sigaction: the handler cannot be replaced;
+ * the handler's own last call is rt_sigaction(SIGSYS, NULL, NULL). */
+static int kill_rules(scmp_filter_ctx ctx)
+{
+    int rc;
+    TRY(seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(rt_sigreturn), 0));
+    TRY(seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(rt_sigaction), 0));
     return 0;
 }
 
@@ -269,6 +304,7 @@ static int add_rules(scmp_filter_ctx ctx, int chan_fd)
     TRY(clock_rules(ctx));
     TRY(rlimit_rules(ctx));
     TRY(exit_rules(ctx));
+    TRY(kill_rules(ctx));
 #if SANDBOXD_SANITIZE
     TRY(sanitizer_rules(ctx));
 #endif
@@ -286,7 +322,9 @@ int seccomp_policy_prepare(int chan_fd, struct sock_fprog *out)
     }
     out->len = 0;
     out->filter = NULL;
-    ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+    /* TRAP, not KILL_PROCESS: the SIGSYS handler reports the number, then
+     * dies by kill_rules() (see the header comment). */
+    ctx = seccomp_init(SCMP_ACT_TRAP);
     if (!ctx) {
         errno = ENOMEM;
         goto out;
@@ -323,4 +361,21 @@ void seccomp_policy_free(struct sock_fprog *prog)
     free(prog->filter);
     prog->filter = NULL;
     prog->len = 0;
+}
+
+int seccomp_syscall_name(long nr, char *buf, size_t len)
+{
+    char *name;
+
+    if (!buf || len == 0)
+        return -1;
+    buf[0] = '\0';
+    if (nr < 0 || nr > INT_MAX)
+        return -1;
+    name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, (int)nr);
+    if (!name)
+        return -1;
+    snprintf(buf, len, "%s", name);
+    free(name);
+    return 0;
 }

@@ -12,14 +12,22 @@
  *    It makes no allocation.  Returns 0 or -1 with errno set.
  *  - The list itself and the reason for each entry are documented in
  *    policy/seccomp.c and docs/security.md.
+ *  - A forbidden x86_64 call traps (SIGSYS with the number); the worker's
+ *    handler (policy/contain.c) reports it with a CHAN_SYSCALL frame and
+ *    dies by a kill-process rule.  Other ABIs, rt_sigreturn and rt_sigaction
+ *    kill the process at once, without a report.
+ *  - seccomp_syscall_name() names an x86_64 syscall number (for logs and
+ *    error data) into buf; 0, or -1 when the number is unknown (buf "").
  */
 #ifndef SANDBOXD_SECCOMP_H
 #define SANDBOXD_SECCOMP_H
 
 #include <linux/filter.h>
+#include <stddef.h>
 
 int  seccomp_policy_prepare(int chan_fd, struct sock_fprog *out);
 int  seccomp_policy_install(const struct sock_fprog *prog);
 void seccomp_policy_free(struct sock_fprog *prog);
+int  seccomp_syscall_name(long nr, char *buf, size_t len);
 
 #endif

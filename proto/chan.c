@@ -45,7 +45,8 @@ static int type_allowed(int from_worker, uint32_t type)
 {
     if (from_worker)
         return type == CHAN_OUTPUT || type == CHAN_TOOL_CALL
-            || type == CHAN_RESULT || type == CHAN_ERROR;
+            || type == CHAN_RESULT || type == CHAN_ERROR
+            || type == CHAN_SYSCALL;    /* containment: the SIGSYS report */
     return type == CHAN_JOB || type == CHAN_TOOL_RESULT;
 }
 
@@ -53,6 +54,9 @@ static int header_ok(const struct chan_reader *rd, const struct chan_header *h)
 {
     size_t bound = h->type == CHAN_OUTPUT ? CHAN_OUTPUT_MAX : rd->max_payload;
 
+    /* containment: the SIGSYS report has one fixed size */
+    if (h->type == CHAN_SYSCALL && rd->from_worker)
+        return h->len == CHAN_SYSCALL_SIZE;
     return type_allowed(rd->from_worker, h->type) && h->len <= bound;
 }
 

@@ -13,6 +13,10 @@
  *                          CHAN_TOOL_CALL    {"tool","function","args"}
  *                          CHAN_RESULT       success; ends the job
  *                          CHAN_ERROR        failure; ends the job
+ *                          CHAN_SYSCALL      (containment, issue 3) sent by the
+ *                                            worker's SIGSYS handler just before
+ *                                            it dies: the forbidden syscall's
+ *                                            number; a hint, never trusted
  *
  * Contract: the decoder trusts nothing.  An unknown type, a length above the
  * per-type bound given by the reader's owner, or a frame in the wrong
@@ -33,6 +37,7 @@ enum chan_type {
     CHAN_TOOL_CALL = 17,
     CHAN_RESULT = 18,
     CHAN_ERROR = 19,
+    CHAN_SYSCALL = 31,      /* containment: fixed payload struct chan_syscall */
 };
 
 #define CHAN_HEADER_SIZE 8
@@ -42,6 +47,16 @@ struct chan_header {
     uint32_t type;
     uint32_t len;
 };
+
+/* Containment (issue 3): the CHAN_SYSCALL payload, exactly this size.  Built
+ * by an async-signal-safe handler in policy/contain.c; the supervisor only
+ * logs it and puts it in the `crashed` error's data when the worker did die
+ * by SIGSYS. */
+struct chan_syscall {
+    int32_t  nr;        /* si_syscall, or -1 if the SIGSYS was not from seccomp */
+    uint32_t arch;      /* si_arch (AUDIT_ARCH_X86_64) */
+};
+#define CHAN_SYSCALL_SIZE 8u
 
 enum chan_status {
     CHAN_AGAIN = 0,     /* need more bytes */
@@ -63,9 +78,10 @@ void chan_reader_free(struct chan_reader *rd);
 /* Append bytes; -1 on allocation failure (the owner treats it as CHAN_BAD).
  * The header of the next frame is judged as soon as its 8 bytes are held,
  * before any payload byte is stored, so an oversized length never grows
- * the buffer.  Bounds: CHAN_OUTPUT <= CHAN_OUTPUT_MAX, any other allowed
- * type <= max_payload.  from_worker = 1 allows OUTPUT, TOOL_CALL, RESULT,
- * ERROR; from_worker = 0 allows JOB, TOOL_RESULT.  A poisoned reader drops
+ * the buffer.  Bounds: CHAN_OUTPUT <= CHAN_OUTPUT_MAX, CHAN_SYSCALL exactly
+ * CHAN_SYSCALL_SIZE, any other allowed type <= max_payload.  from_worker = 1
+ * allows OUTPUT, TOOL_CALL, RESULT, ERROR, SYSCALL; from_worker = 0 allows
+ * JOB, TOOL_RESULT.  A poisoned reader drops
  * what it is fed and returns 0. */
 int  chan_reader_feed(struct chan_reader *rd, const void *data, size_t n);
 /* On CHAN_FRAME, *type, *payload (borrowed, valid until the next feed) and

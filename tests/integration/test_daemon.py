@@ -1,6 +1,7 @@
 """The daemon process: command line, config file, signals, socket, peers (CONTRACT 1 and 8)."""
 
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -102,6 +103,7 @@ def test_builtin_defaults_without_config():
         err.close()
     assert rc == 0
     assert not os.path.exists(sock)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 # ------------------------------------------------------------------ signals
@@ -233,6 +235,7 @@ def test_systemd_socket_activation():
         err.close()
         lsock.close()
     assert rc == 0, open(errp).read()
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 # ------------------------------------------------------------------ peers

@@ -333,3 +333,24 @@ def test_tool_error_message_not_string(client):
     assert r.ok, r
     assert r.result["value"][0] is True or r.result["value"][0] is False
     client.ping()
+
+
+def test_tool_call_from_coroutine_and_callbacks(client):
+    tools = [{"name": "T", "functions": ["f"]}]
+    h = {"T.f": lambda a: a[0] * 2}
+    assert client.value("return coroutine.wrap(function() return T.f(21) end)()", tools=tools, handlers=h) == 42
+    v = client.value("local co = coroutine.wrap(function() coroutine.yield(T.f(1)) return T.f(2) end) "
+                     "return co(), co()", tools=tools, handlers=h)
+    assert v == [2, 4]
+    assert client.value("return (string.gsub('1 2 3', '%d', function(d) return T.f(tonumber(d)) end))",
+                        tools=tools, handlers=h) == "2 4 6"
+    v = client.value("local t = {3, 1, 2} table.sort(t, function(a, b) return T.f(a) < T.f(b) end) return t",
+                     tools=tools, handlers=h)
+    assert v == [1, 2, 3]
+
+
+def test_many_tool_calls(client):
+    r = client.exec_ok("local s = 0 for i = 1, 500 do s = s + T.f(i) end return s",
+                       tools=[{"name": "T", "functions": ["f"]}], handlers={"T.f": lambda a: a[0]})
+    assert r["value"] == 125250
+    assert r["stats"]["tool_calls"] == 500

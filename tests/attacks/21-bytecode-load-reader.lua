@@ -1,0 +1,12 @@
+-- expect: ok
+-- value_contains: attempt to load a binary chunk
+-- why: deliver the binary chunk through a reader function one byte at a time with mode "bt"; readers must be text only too
+local bytecode = "\27\76\117\97\83\0\25\147\13\10\26\10\4\8\4\8\8\120\86\0\0\0\0\0\0\0\0\0\0\0\40\119\64\1\0\0\0\0\0\0\0\0\0\0\1\2\3\0\0\0\1\0\0\0\38\0\0\1\38\0\128\0\1\0\0\0\4\8\101\115\99\97\112\101\100\1\0\0\0\1\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"
+local i = 0
+local f, err = load(function()
+  i = i + 1
+  if i > #bytecode then return nil end
+  return bytecode:sub(i, i)
+end, "=reader", "bt")
+if f then return f() end
+return err

@@ -1,0 +1,340 @@
+"""The attack corpus (tests/attacks/*.lua) through the real daemon.
+
+Each file is one attack with its expected (safe) outcome in a header of
+`-- key: value` comment lines at the top of the file:
+
+  expect:            ok | error KIND[|KIND...]   (required)
+  why:               one line: what the attack tries and what must happen (required)
+  value:             JSON: the result value must equal it exactly (1 and 1.0 differ)
+  value_contains:    text that must occur in the (JSON-encoded) value
+  message_contains:  text that must occur in the error message (repeatable)
+  message_max_len:   the error message is at most this long
+  output_contains:   text that must occur in the captured output (repeatable)
+  output_lacks:      text that must not occur in the captured output (repeatable)
+  output_max_len:    the captured output is at most this many bytes
+  output_truncated:  true | false
+  limits:            JSON object: the execute's limits
+  timeout_ms:        the execute's timeout (scaled by sbx.SCALE)
+  max_wall_ms:       the answer must arrive within this (scaled) time
+  tools:             JSON array: tools for the execute; every function echoes its
+                     first argument
+  inspect:           confinement: while the attack runs, every running worker is
+                     checked from /proc (seccomp filter mode, no_new_privs, open
+                     fds, environment)
+
+Invariants checked for every file, beyond its header: the answer obeys the
+protocol (sbx validates every message), a result's stats.heap_peak_bytes
+never exceeds limits.max_heap, and afterwards the daemon answers ping on a
+new connection.  In the serial run no worker may be left over after each
+file (the daemon runs with pool_size 0); in the parallel run (8 client
+threads over the whole corpus) that is checked at the end.
+
+Environment: SANDBOXD_BIN as for every integration test; ATTACKS_ONLY, a
+comma-separated list of file name prefixes, narrows the corpus (for
+debugging a single attack).
+"""
+
+import concurrent.futures
+import glob
+import json
+import os
+import re
+import threading
+import time
+
+import pytest
+
+import sbx
+from conftest import Daemon, merge_config
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ATTACK_DIR = os.path.join(os.path.dirname(HERE), "attacks")
+SCALE = sbx.SCALE
+DEFAULT_TIMEOUT_MS = 10000
+PARALLEL = 8
+SECRET_ENV = "SANDBOXD_ATTACK_SECRET"
+
+KNOWN_KEYS = {"expect", "why", "value", "value_contains", "message_contains", "message_max_len",
+              "output_contains", "output_lacks", "output_max_len", "output_truncated", "limits",
+              "timeout_ms", "max_wall_ms", "tools", "inspect"}
+REPEATABLE = {"message_contains", "output_contains", "output_lacks", "value_contains"}
+HEADER_RE = re.compile(r"^--\s*([a-z_]+):\s?(.*)$")
+
+
+class Attack:
+    def __init__(self, path):
+        self.path = path
+        self.name = os.path.basename(path)
+        with open(path, "rb") as f:
+            self.code = f.read().decode("utf-8")
+        h = {}
+        for line in self.code.splitlines():
+            if not line.startswith("--"):
+                break
+            m = HEADER_RE.match(line)
+            if not m:
+                continue
+            key, val = m.group(1), m.group(2).strip()
+            assert key in KNOWN_KEYS, "%s: unknown header key %r" % (self.name, key)
+            if key in REPEATABLE:
+                h.setdefault(key, []).append(val)
+            else:
+                assert key not in h, "%s: header key %r twice" % (self.name, key)
+                h[key] = val
+        assert "expect" in h and "why" in h, "%s: header needs expect and why" % self.name
+        exp = h["expect"].split()
+        if exp == ["ok"]:
+            self.kinds = None
+        else:
+            assert len(exp) == 2 and exp[0] == "error", "%s: bad expect %r" % (self.name, h["expect"])
+            self.kinds = exp[1].split("|")
+            for k in self.kinds:
+                assert k in sbx.KIND_CODES, "%s: unknown kind %r" % (self.name, k)
+        self.h = h
+        self.limits = json.loads(h["limits"]) if "limits" in h else None
+        self.tools = json.loads(h["tools"]) if "tools" in h else None
+        self.timeout_ms = int(h.get("timeout_ms", DEFAULT_TIMEOUT_MS)) * SCALE
+        self.max_wall = int(h["max_wall_ms"]) * SCALE / 1000.0 if "max_wall_ms" in h else None
+        if "value" in h:
+            self.value = json.loads(h["value"])
+
+    def __repr__(self):
+        return self.name
+
+
+def load_corpus():
+    files = sorted(glob.glob(os.path.join(ATTACK_DIR, "*.lua")))
+    only = os.environ.get("ATTACKS_ONLY")
+    if only:
+        prefixes = [p for p in only.split(",") if p]
+        files = [f for f in files if any(os.path.basename(f).startswith(p) for p in prefixes)]
+    return [Attack(f) for f in files]
+
+
+CORPUS = load_corpus()
+
+
+def strict_equal(a, b):
+    """JSON equality that keeps integer, float and boolean apart."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(strict_equal(a[k], b[k]) for k in a)
+    return a == b
+
+
+def echo_handlers(tools):
+    """Every tool function answers with its first argument."""
+    h = {}
+    for t in tools or []:
+        for f in t.get("functions", []):
+            fname = f if isinstance(f, str) else f["name"]
+            h["%s.%s" % (t["name"], fname)] = lambda args: args[0] if args else None
+    return h
+
+
+# ------------------------------------------------------------------ confinement
+
+def _proc_status(pid):
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+def inspect_worker(pid):
+    """Problems seen in a running worker's /proc entry (an empty list if none).
+    A worker that is gone (or not yet contained) raises FileNotFoundError / is
+    reported by the caller."""
+    problems = []
+    st = _proc_status(pid)
+    if st.get("Seccomp") != "2":
+        problems.append("Seccomp: %r (want 2, filter mode)" % st.get("Seccomp"))
+    if st.get("NoNewPrivs") != "1":
+        problems.append("NoNewPrivs: %r" % st.get("NoNewPrivs"))
+    try:
+        fds = sorted(int(x) for x in os.listdir("/proc/%d/fd" % pid))
+    except PermissionError:
+        fds = None      # not root: the worker is non-dumpable
+    if fds is not None and fds != [0, 1, 2, 3]:
+        problems.append("open fds %r (want [0, 1, 2, 3])" % fds)
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            env = [e for e in f.read().split(b"\0") if e]
+    except PermissionError:
+        env = None
+    if env is not None:
+        if any(e.startswith(SECRET_ENV.encode()) for e in env):
+            problems.append("the daemon's environment leaked into the worker: %r" % env)
+        extra = [e for e in env if not e.startswith(b"TZ=")]
+        if extra:
+            problems.append("environment beyond TZ: %r" % extra)
+    return problems
+
+
+def watch_workers(daemon, stop, seen, problems):
+    """Inspect every worker that runs until stop is set."""
+    while not stop.is_set():
+        for pid, comm, state, ticks in daemon.workers():
+            # only a worker that has burnt some CPU is known to be past its
+            # containment and running Lua
+            if pid in seen or state == "Z" or ticks < 10:
+                continue
+            try:
+                p = inspect_worker(pid)
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            seen.add(pid)
+            problems.extend("worker %d: %s" % (pid, x) for x in p)
+        time.sleep(0.02)
+
+
+# ------------------------------------------------------------------ one attack
+
+def run_attack(daemon, client, a):
+    """Run one attack; return a list of failure texts (empty: it behaved)."""
+    stop = threading.Event()
+    seen, problems = set(), []
+    watcher = None
+    if a.h.get("inspect") == "confinement":
+        watcher = threading.Thread(target=watch_workers, args=(daemon, stop, seen, problems))
+        watcher.start()
+    t0 = time.monotonic()
+    try:
+        r = client.execute(a.code, tools=a.tools, limits=a.limits, timeout_ms=a.timeout_ms,
+                           handlers=echo_handlers(a.tools),
+                           timeout=a.timeout_ms / 1000.0 + 15 * SCALE)
+    finally:
+        stop.set()
+        if watcher:
+            watcher.join()
+    wall = time.monotonic() - t0
+    fails = list(problems)
+    if watcher and not seen:
+        fails.append("inspect: no running worker was seen")
+    return fails + check_response(a, r, wall)
+
+
+def check_response(a, r, wall):
+    fails = []
+    h = a.h
+    if a.kinds is None:
+        if not r.ok:
+            return ["expected ok, got error %s: %s (data %s)" % (
+                r.kind, r.message[:500], json.dumps(r.data)[:1500])]
+        res = r.result
+        output, truncated, stats = res.get("output"), res.get("output_truncated"), res.get("stats")
+        value = res.get("value")
+        if "value" in h and not strict_equal(value, a.value):
+            fails.append("value %s, expected %s" % (json.dumps(value)[:1000], h["value"]))
+        enc = value if isinstance(value, str) else json.dumps(value)
+        for t in h.get("value_contains", []):
+            if t not in enc:
+                fails.append("value %s lacks %r" % (enc[:1000], t))
+    else:
+        if r.ok:
+            return ["expected error %s, got ok: %s" % ("|".join(a.kinds), r.raw[:1500])]
+        if r.kind not in a.kinds:
+            fails.append("expected error %s, got %s: %s" % ("|".join(a.kinds), r.kind, r.message[:1000]))
+        for t in h.get("message_contains", []):
+            if t not in r.message:
+                fails.append("message %r lacks %r" % (r.message[:1000], t))
+        if "message_max_len" in h and len(r.message) > int(h["message_max_len"]):
+            fails.append("message is %d long (max %s)" % (len(r.message), h["message_max_len"]))
+        output, truncated, stats = r.data.get("output"), r.data.get("output_truncated"), r.data.get("stats")
+    output = output or ""
+    for t in h.get("output_contains", []):
+        if t not in output:
+            fails.append("output %r lacks %r" % (output[:300], t))
+    for t in h.get("output_lacks", []):
+        if t in output:
+            fails.append("output contains %r: %r" % (t, output[:300]))
+    if "output_max_len" in h and len(output.encode("utf-8")) > int(h["output_max_len"]):
+        fails.append("output is %d bytes (max %s)" % (len(output.encode("utf-8")), h["output_max_len"]))
+    if "output_truncated" in h and truncated is not json.loads(h["output_truncated"]):
+        fails.append("output_truncated %r, expected %s" % (truncated, h["output_truncated"]))
+    max_heap = (a.limits or {}).get("max_heap")
+    if isinstance(max_heap, int) and isinstance(stats, dict) and \
+            isinstance(stats.get("heap_peak_bytes"), int) and stats["heap_peak_bytes"] > max_heap:
+        fails.append("stats.heap_peak_bytes %d exceeds max_heap %d" % (stats["heap_peak_bytes"], max_heap))
+    if a.max_wall is not None and wall > a.max_wall:
+        fails.append("answered after %.2fs (max %.2fs)" % (wall, a.max_wall))
+    return fails
+
+
+# ------------------------------------------------------------------ fixtures
+
+@pytest.fixture(scope="module")
+def attack_daemon():
+    """The test config, with infinity allowed for reductions and CPU (so
+    attacks can run with no count hook at all) and a secret in the daemon's
+    environment that must never reach a worker."""
+    cfg = merge_config(ceilings={"max_reductions": "infinity", "cpu_ms": "infinity"})
+    old = os.environ.get(SECRET_ENV)
+    os.environ[SECRET_ENV] = "hunter2"
+    try:
+        d = Daemon(config=cfg)
+        d.start()
+    finally:
+        if old is None:
+            del os.environ[SECRET_ENV]
+        else:
+            os.environ[SECRET_ENV] = old
+    yield d
+    d.stop_and_check()
+
+
+def test_corpus_is_large_enough():
+    if os.environ.get("ATTACKS_ONLY"):
+        pytest.skip("ATTACKS_ONLY narrows the corpus")
+    assert len(CORPUS) >= 50, "only %d attack files" % len(CORPUS)
+    names = [a.name for a in CORPUS]
+    assert len(set(n.split("-", 1)[0] for n in names)) == len(names), "duplicate numbers"
+
+
+@pytest.mark.parametrize("attack", CORPUS, ids=[a.name for a in CORPUS])
+def test_attack_serial(attack_daemon, attack):
+    c = attack_daemon.client()
+    try:
+        fails = run_attack(attack_daemon, c, attack)
+    finally:
+        c.close()
+    attack_daemon.assert_alive()
+    attack_daemon.assert_no_leftovers(timeout=5.0 * SCALE)
+    assert not fails, "%s (%s):\n  %s" % (attack.name, attack.h["why"], "\n  ".join(fails))
+
+
+def test_attacks_parallel(attack_daemon):
+    if os.environ.get("ATTACKS_ONLY"):
+        pytest.skip("ATTACKS_ONLY narrows the corpus")
+    local = threading.local()
+
+    def one(a):
+        if not hasattr(local, "client"):
+            local.client = sbx.Client(attack_daemon.socket_path)
+        try:
+            fails = run_attack(attack_daemon, local.client, a)
+        except AssertionError as e:
+            fails = ["%s: %s" % (type(e).__name__, e)]
+            local.client.close()
+            del local.client
+        if not fails:
+            try:
+                with sbx.Client(attack_daemon.socket_path) as p:
+                    p.ping()
+            except AssertionError as e:
+                fails = ["ping after the attack failed: %s" % e]
+        return a, fails
+
+    # the longest attacks first, so the run ends evenly
+    order = sorted(CORPUS, key=lambda a: -a.timeout_ms if "timeout" in (a.kinds or []) else 0)
+    with concurrent.futures.ThreadPoolExecutor(PARALLEL) as pool:
+        results = list(pool.map(one, order))
+    attack_daemon.assert_alive()
+    attack_daemon.assert_no_leftovers(timeout=10.0 * SCALE)
+    bad = ["%s: %s" % (a.name, "; ".join(f)) for a, f in results if f]
+    assert not bad, "in parallel:\n" + "\n".join(bad)

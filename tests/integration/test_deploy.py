@@ -1,0 +1,818 @@
+"""Deployment (issue 5): config checks and reload, peer authorisation, the socket,
+systemd socket activation and notifications without PID 1, graceful shutdown,
+per-execution logging, `make install`, the systemd units and the Kubernetes
+manifests.
+
+Some tests need root (the suite runs as root in CI) or tools from Debian's
+systemd, util-linux and strace packages; they skip with the reason when those
+are missing.
+"""
+
+import grp
+import json
+import os
+import pwd
+import re
+import select
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+import sbx
+from conftest import REPO, SANDBOXCTL_BIN, SANDBOXD_BIN, merge_config, render_config
+from sbx import NO_REPLY
+
+SCALE = sbx.SCALE
+SANITIZE = os.environ.get("SANDBOXD_SANITIZE") == "1"
+T = [{"name": "T", "functions": ["ready", "wait"]}]
+IS_ROOT = os.geteuid() == 0
+
+
+def run_bin(*args, timeout=10, env=None):
+    return subprocess.run([SANDBOXD_BIN] + list(args), capture_output=True, text=True,
+                          timeout=timeout * SCALE, stdin=subprocess.DEVNULL, env=env)
+
+
+def wait_until(pred, timeout, what):
+    deadline = time.monotonic() + timeout * SCALE
+    while True:
+        got = pred()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for %s" % what)
+        time.sleep(0.02)
+
+
+def wait_log(d, pattern, timeout=5):
+    rx = re.compile(pattern)
+    return wait_until(lambda: rx.search(d.stderr), timeout,
+                      "log line /%s/; stderr:\n%s" % (pattern, d.stderr[-3000:]))
+
+
+def describe(c):
+    r = c.call("describe")
+    assert r.ok, r
+    return r.result
+
+
+def sighup_and_wait(d, what="configuration reloaded|keeping the running configuration"):
+    n = len(re.findall(what, d.stderr))
+    d.signal(signal.SIGHUP)
+    wait_until(lambda: len(re.findall(what, d.stderr)) > n, 5, "the reload to be logged")
+
+
+# ------------------------------------------------------------------ --check-config
+
+def test_check_config_sample_file_is_valid():
+    p = run_bin("-c", os.path.join(REPO, "sandboxd.conf"), "--check-config")
+    assert p.returncode == 0, p
+    assert "configuration OK" in p.stdout
+
+
+@pytest.mark.parametrize("text,line,words", [
+    ("[daemon]\nmax_workers = 4\nlog_level = loud\n", 3, "log_level"),
+    ("[daemon]\nallow_uids = 0 no-such-user-xyz\n", 2, "no-such-user-xyz"),
+    ("# c\n[defaults]\ntimeout_ms = 100\n[ceilings]\ntimeout_ms = 50\n", 3, "timeout_ms"),
+    ("[daemon]\nsocket_mode = 0999\n", 2, "socket_mode"),
+])
+def test_check_config_error_names_file_and_line(tmp_path, text, line, words):
+    conf = tmp_path / "site.conf"
+    conf.write_text(text)
+    p = run_bin("-c", str(conf), "--check-config")
+    assert p.returncode != 0, p
+    assert "%s:%d:" % (conf, line) in p.stderr, p.stderr
+    assert words in p.stderr, p.stderr
+    assert "configuration OK" not in p.stdout
+
+
+def test_check_config_reports_every_error(tmp_path):
+    conf = tmp_path / "two.conf"
+    conf.write_text("[daemon]\nmax_queue = x\n[worker]\nbogus = 1\n")
+    p = run_bin("-c", str(conf), "--check-config")
+    assert p.returncode != 0
+    assert "%s:2:" % conf in p.stderr and "%s:4:" % conf in p.stderr, p.stderr
+
+
+# ------------------------------------------------------------------ reload
+
+def test_reload_changes_describe_on_open_connection(daemon_factory):
+    d = daemon_factory(defaults={"timeout_ms": 7000})
+    c = d.client()
+    assert describe(c)["defaults"]["timeout_ms"] == 7000
+    d.write_config(merge_config(defaults={"timeout_ms": 8000}, daemon={"max_queue": 99}))
+    sighup_and_wait(d)
+    desc = describe(c)                          # the same connection still works
+    assert desc["defaults"]["timeout_ms"] == 8000, desc
+    assert desc["daemon"]["max_queue"] == 99, desc
+    assert c.value("return 'after reload'") == "after reload"
+    assert re.search(r"<5>sandboxd\[\d+\]: SIGHUP: configuration reloaded from .*sandboxd.conf",
+                     d.stderr), d.stderr
+
+
+def test_reload_bad_file_keeps_old_config(daemon_factory):
+    d = daemon_factory(defaults={"timeout_ms": 7000})
+    c = d.client()
+    c.ping()
+    d.write_config(text="[defaults]\ntimeout_ms = 9000\nno_such_key = 1\n")
+    sighup_and_wait(d)
+    # the error names the file and line, and the old config stays
+    assert re.search(r"<3>sandboxd\[\d+\]: %s:3: unknown key 'no_such_key'" %
+                     re.escape(d.config_path), d.stderr), d.stderr
+    assert re.search(r"<3>sandboxd\[\d+\]: SIGHUP: .* has errors; keeping the running configuration",
+                     d.stderr), d.stderr
+    assert describe(c)["defaults"]["timeout_ms"] == 7000
+    assert c.value("return 5") == 5
+    d.write_config(merge_config())              # a good file for teardown
+
+
+def test_reload_running_executions_keep_their_limits(daemon_factory):
+    d = daemon_factory(defaults={"timeout_ms": 60000 * SCALE})
+    c = d.client()
+    old = c.send_execute("return T.wait()", tools=T, handlers={"T.wait": lambda a: NO_REPLY})
+    call = c.wait_deferred(1)
+    d.write_config(merge_config(defaults={"timeout_ms": 300}))
+    sighup_and_wait(d)
+    # a new execution gets the new default ...
+    new = c.send_execute("return T.wait()", tools=T, handlers={"T.wait": lambda a: NO_REPLY})
+    r = c.wait(new)
+    assert r.kind == "timeout", r
+    time.sleep(0.5)
+    # ... while the one started before the reload kept its 60 s
+    c.reply(call, "kept")
+    r = c.wait(old)
+    assert r.ok and r.result["value"] == "kept", r
+
+
+def test_reload_allow_lists_apply_to_new_connections(daemon_factory):
+    d = daemon_factory()
+    c = d.client()
+    c.ping()                                    # accepted (peers are checked at accept)
+    d.write_config(merge_config(daemon={"allow_uids": "54321"}))
+    sighup_and_wait(d)
+    c.ping()                                    # not dropped
+    with d.client() as other:
+        other.request("ping", {})
+        assert other.next_response().kind == "forbidden"
+    d.write_config(merge_config())
+    sighup_and_wait(d)
+    with d.client() as other:
+        other.ping()
+
+
+# ------------------------------------------------------------------ peers and the socket file
+
+def _connect_as(path, uid, gid, payload, one_line=False):
+    """Fork; the child drops to uid/gid, connects, sends payload and reads to EOF
+    (or, with one_line, to the first newline).
+    Returns (child pid, b"OK " + bytes read, or b"ERR ...")."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                # child: no pytest machinery from here
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(10 * SCALE)
+            s.connect(path)
+            s.sendall(payload)
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+                if one_line and b"\n" in data:
+                    break
+            os.write(w, b"OK " + data)
+        except BaseException as e:              # noqa: B036 - report anything
+            os.write(w, ("ERR %r" % (e,)).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    out = b""
+    while True:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        out += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return pid, out
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root to connect as another uid")
+def test_refused_peer_under_another_uid(daemon_factory):
+    nobody = pwd.getpwnam("nobody")
+    d = daemon_factory(daemon={"allow_uids": "0", "socket_mode": "0666"})
+    os.chmod(d.tmpdir, 0o755)                   # let nobody reach the socket file
+    payload = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+    pid, out = _connect_as(d.socket_path, nobody.pw_uid, nobody.pw_gid, payload)
+    assert out.startswith(b"OK "), out
+    lines = out[3:].split(b"\n")
+    assert lines[-1] == b"" and len(lines) == 2, "expected exactly one line then EOF: %r" % out
+    msg = json.loads(lines[0])
+    assert msg["error"]["code"] == -32010 and msg["error"]["data"]["kind"] == "forbidden", msg
+    assert msg["id"] is None, msg
+    wait_log(d, r"<5>sandboxd\[\d+\]: refused peer uid=%d gid=%d pid=%d\b" %
+             (nobody.pw_uid, nobody.pw_gid, pid))
+    with d.client() as c:                       # root is still served
+        c.ping()
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root to connect as another uid")
+def test_peer_allowed_by_gid(daemon_factory):
+    nobody = pwd.getpwnam("nobody")
+    d = daemon_factory(daemon={"allow_uids": "0", "allow_gids": str(nobody.pw_gid),
+                               "socket_mode": "0666"})
+    os.chmod(d.tmpdir, 0o755)
+    pid, out = _connect_as(d.socket_path, nobody.pw_uid, nobody.pw_gid,
+                           b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n', one_line=True)
+    # the daemon answers and keeps the connection; the child's read times out
+    assert b'"result":{}' in out, out
+    assert "refused peer" not in d.stderr
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root to chown the socket to another group")
+def test_socket_mode_and_group_applied(daemon_factory):
+    group = grp.getgrnam("nogroup")
+    d = daemon_factory(daemon={"socket_mode": "0640", "socket_group": "nogroup"})
+    st = os.stat(d.socket_path)
+    assert stat.S_ISSOCK(st.st_mode)
+    assert stat.S_IMODE(st.st_mode) == 0o640, oct(st.st_mode)
+    assert st.st_gid == group.gr_gid, (st.st_gid, group.gr_gid)
+
+
+# ------------------------------------------------------------------ systemd without PID 1
+
+class NotifyListener:
+    """A fake $NOTIFY_SOCKET: a datagram socket the test binds."""
+
+    def __init__(self, abstract=False):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        if abstract:
+            name = "sbx-notify-%d-%d" % (os.getpid(), time.monotonic_ns())
+            self.sock.bind("\0" + name)
+            self.env = "@" + name
+            self.dir = None
+        else:
+            self.dir = tempfile.mkdtemp(prefix="sbxn-", dir="/tmp")
+            path = os.path.join(self.dir, "notify")
+            self.sock.bind(path)
+            self.env = path
+        self.messages = []
+
+    def wait_for(self, pred, timeout=10, what="a notification"):
+        deadline = time.monotonic() + timeout * SCALE
+        while True:
+            for i, m in enumerate(self.messages):
+                if pred(m):
+                    del self.messages[:i + 1]
+                    return m
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no %s; got %r" % (what, self.messages))
+            r, _, _ = select.select([self.sock], [], [], left)
+            if r:
+                self.messages.append(self.sock.recv(4096).decode())
+
+    def expect(self, first_line, timeout=10):
+        return self.wait_for(lambda m: m.split("\n")[0] == first_line, timeout, first_line)
+
+    def close(self):
+        self.sock.close()
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def notify_socket(monkeypatch):
+    made = []
+
+    def make(abstract=False, watchdog_usec=None):
+        n = NotifyListener(abstract)
+        made.append(n)
+        monkeypatch.setenv("NOTIFY_SOCKET", n.env)
+        if watchdog_usec:
+            monkeypatch.setenv("WATCHDOG_USEC", str(watchdog_usec))
+        return n
+
+    yield make
+    for n in made:
+        n.close()
+
+
+def test_notify_ready_reloading_stopping(daemon_factory, notify_socket):
+    n = notify_socket()
+    d = daemon_factory(check_stop=False)
+    assert n.expect("READY=1") == "READY=1"
+    # a good reload: RELOADING=1 (with MONOTONIC_USEC for Type=notify-reload), then READY=1
+    d.signal(signal.SIGHUP)
+    m = n.expect("RELOADING=1")
+    assert re.fullmatch(r"RELOADING=1\nMONOTONIC_USEC=\d+", m), repr(m)
+    n.expect("READY=1")
+    # a bad reload also ends with READY=1 (the old config runs on)
+    d.write_config(text="[daemon]\nnope = 1\n")
+    d.signal(signal.SIGHUP)
+    n.expect("RELOADING=1")
+    n.expect("READY=1")
+    assert not [m for m in n.messages if "WATCHDOG" in m], "watchdog pings without WATCHDOG_USEC"
+    d.signal(signal.SIGTERM)
+    n.expect("STOPPING=1")
+    assert d.proc.wait(15 * SCALE) == 0, d.stderr
+    d.check_sanitizers()
+
+
+def test_notify_abstract_socket_and_watchdog(daemon_factory, notify_socket):
+    n = notify_socket(abstract=True, watchdog_usec=200000)
+    d = daemon_factory()
+    n.expect("READY=1")
+    t0 = time.monotonic()
+    for _ in range(4):                          # every 0.1 s
+        n.expect("WATCHDOG=1", timeout=2)
+    assert time.monotonic() - t0 < 2 * SCALE
+    with d.client() as c:
+        c.ping()
+    assert "systemd watchdog" in d.stderr
+
+
+def test_watchdog_pid_of_another_process_is_ignored(daemon_factory, notify_socket, monkeypatch):
+    n = notify_socket(watchdog_usec=100000)
+    monkeypatch.setenv("WATCHDOG_PID", "1")
+    daemon_factory()
+    n.expect("READY=1")
+    time.sleep(0.4)
+    n.messages += [m.decode() for m in _drain(n.sock)]
+    assert not [m for m in n.messages if m == "WATCHDOG=1"], n.messages
+
+
+def _drain(sock):
+    out = []
+    while select.select([sock], [], [], 0)[0]:
+        out.append(sock.recv(4096))
+    return out
+
+
+def test_socket_activation_with_systemd_socket_activate(tmp_path, notify_socket):
+    tool = shutil.which("systemd-socket-activate")
+    if not tool:
+        pytest.skip("systemd-socket-activate not installed (Debian package systemd)")
+    n = notify_socket()
+    path = str(tmp_path / "act.sock")
+    conf = tmp_path / "c.conf"
+    # the config's socket is elsewhere: the passed socket wins
+    conf.write_text(render_config(merge_config(daemon={"socket": str(tmp_path / "unused.sock")})))
+    errp = tmp_path / "err"
+    with open(errp, "wb") as err:
+        proc = subprocess.Popen([tool, "-l", path, SANDBOXD_BIN, "-c", str(conf)],
+                                stdout=err, stderr=err, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    try:
+        wait_until(lambda: os.path.exists(path), 5, "systemd-socket-activate to listen")
+        # systemd-socket-activate starts the daemon on the first connection
+        with sbx.Client(path) as c:
+            c.ping()
+            assert c.value("return 'activated'") == "activated"
+        n.expect("READY=1")
+        text = errp.read_text()
+        assert "using the socket passed by systemd (%s)" % path in text, text
+        assert not os.path.exists(tmp_path / "unused.sock")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(15 * SCALE)
+    text = errp.read_text()
+    assert rc == 0, text
+    # the socket belongs to systemd: the daemon leaves the file in place
+    assert stat.S_ISSOCK(os.stat(path).st_mode), "the daemon removed the passed socket"
+    assert "AddressSanitizer" not in text and "runtime error:" not in text, text
+
+
+def test_socket_activation_rejects_a_non_listening_fd(tmp_path):
+    conf = tmp_path / "c.conf"
+    conf.write_text(render_config(merge_config()))
+    a, b = socket.socketpair()
+    errp = tmp_path / "err"
+    with open(errp, "wb") as err:
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", 'LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" -c "$1" -s "$2"',
+             SANDBOXD_BIN, str(conf), str(tmp_path / "s.sock")],
+            stdout=err, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True,
+            pass_fds=(a.fileno(),), preexec_fn=lambda: os.dup2(a.fileno(), 3))
+        rc = proc.wait(15 * SCALE)
+    a.close()
+    b.close()
+    assert rc != 0
+    assert "LISTEN_FDS: fd 3" in errp.read_text()
+
+
+# ------------------------------------------------------------------ graceful shutdown
+
+def test_graceful_shutdown_with_executions_in_flight(daemon_factory):
+    grace_ms = 1500 * SCALE
+    d = daemon_factory(check_stop=False, daemon={"shutdown_grace_ms": grace_ms})
+    c = d.client()
+    finishing = c.send_execute("local v = T.wait() return 'finished ' .. v", tools=T,
+                               handlers={"T.wait": lambda a: NO_REPLY})
+    call = c.wait_deferred(1)
+    looping = c.send_execute("T.ready() while true do end", tools=T,
+                             handlers={"T.ready": lambda a: True}, timeout_ms=60000 * SCALE)
+    c.wait_tool_call(2)
+    time.sleep(0.1)
+    t0 = time.monotonic()
+    d.signal(signal.SIGTERM)
+    # no new connections: the socket file goes at once
+    wait_until(lambda: not os.path.exists(d.socket_path), 2, "the socket file to go")
+    with pytest.raises(OSError):
+        sbx.Client(d.socket_path, timeout=1)
+    # an execution that finishes within the grace period is answered normally
+    time.sleep(0.3)
+    c.reply(call, "in time")
+    r = c.wait(finishing)
+    assert r.ok and r.result["value"] == "finished in time", r
+    # one that does not is killed after the grace and answered with an error
+    r = c.wait(looping, timeout=grace_ms / 1000 + 10 * SCALE)
+    elapsed = time.monotonic() - t0
+    assert not r.ok and r.kind == "cancelled", r
+    assert "shutting down" in r.message, r
+    assert elapsed >= grace_ms / 1000 - 0.1, "killed before the grace period: %.2fs" % elapsed
+    assert d.proc.wait(15 * SCALE) == 0, d.stderr
+    assert not os.path.exists(d.socket_path)
+    d.check_sanitizers()
+
+
+def test_idle_daemon_with_warm_pool_stops_at_once(daemon_factory):
+    d = daemon_factory(check_stop=False, daemon={"pool_size": 4, "shutdown_grace_ms": 20000})
+    wait_until(lambda: len(d.worker_pids()) >= 4, 5, "the warm pool")
+    t0 = time.monotonic()
+    d.signal(signal.SIGTERM)
+    assert d.proc.wait(15 * SCALE) == 0, d.stderr
+    assert time.monotonic() - t0 < 3 * SCALE, "idle workers held the shutdown"
+    assert not os.path.exists(d.socket_path)
+
+
+# ------------------------------------------------------------------ logging
+
+LINE = re.compile(r"^<[3-7]>sandboxd\[\d+\]: \S")
+
+
+def test_log_lines_have_priority_prefixes_and_one_line_per_execution(daemon_factory):
+    d = daemon_factory()
+    with d.client() as c:
+        r = c.call("execute", {"code": "local t = {} for i = 1, 1000 do t[i] = i end "
+                                       "return 'SECRET_VALUE_1'"}, id="req-7")
+        assert r.ok, r
+        r = c.call("execute", {"code": "error('SECRET_MESSAGE_2')"}, id=8)
+        assert r.kind == "runtime_error", r
+    text = wait_log(d, r"outcome=runtime_error") and d.stderr
+    for line in text.splitlines():
+        assert LINE.match(line), "a log line without an sd-daemon priority prefix: %r" % line
+    m = re.search(r"<6>sandboxd\[\d+\]: exec conn=\d+ seq=\d+ id=\"req-7\" op=execute outcome=ok "
+                  r"wall_ms=[\d.]+ cpu_ms=[\d.]+ heap_peak_bytes=(\d+) tool_calls=0$", text, re.M)
+    assert m, text
+    assert int(m.group(1)) > 0
+    assert re.search(r"exec conn=\d+ seq=\d+ id=8 op=execute outcome=runtime_error wall_ms=", text)
+    # code and data only at debug level
+    assert "SECRET" not in text, text
+
+
+def test_debug_level_logs_code_and_data(daemon_factory):
+    d = daemon_factory(daemon={"log_level": "debug"})
+    with d.client() as c:
+        assert c.value("return 'SECRET_VALUE_3'") == "SECRET_VALUE_3"
+    text = wait_log(d, r"SECRET_VALUE_3.*\n(.*\n)*.*SECRET_VALUE_3") and d.stderr
+    assert re.search(r"<7>sandboxd\[\d+\]: exec conn=\d+ seq=\d+ execute code=\"return "
+                     r"'SECRET_VALUE_3'\"", text), text
+
+
+# ------------------------------------------------------------------ make install and the units
+
+def build_dir():
+    """O for make: the directory of the binaries under test, relative to the repo."""
+    return os.path.relpath(os.path.dirname(SANDBOXD_BIN), REPO)
+
+
+EXPECTED_FILES = {
+    "usr/sbin/sandboxd": 0o755,
+    "usr/bin/sandboxctl": 0o755,
+    "etc/sandboxd/sandboxd.conf": 0o644,
+    "usr/lib/systemd/system/sandboxd.service": 0o644,
+    "usr/lib/systemd/system/sandboxd.socket": 0o644,
+    "usr/lib/sysusers.d/sandboxd.conf": 0o644,
+    "usr/lib/tmpfiles.d/sandboxd.conf": 0o644,
+    "usr/share/man/man8/sandboxd.8": 0o644,
+    "usr/share/man/man5/sandboxd.conf.5": 0o644,
+    "usr/share/man/man1/sandboxctl.1": 0o644,
+}
+
+
+def make_install(dest, **env):
+    e = dict(os.environ)
+    e.update(env)
+    return subprocess.run(["make", "--no-print-directory", "-C", REPO, "install",
+                           "O=" + build_dir(), "DESTDIR=" + dest, "PREFIX=/usr"],
+                          capture_output=True, text=True, env=e, timeout=300)
+
+
+def test_make_install_into_destdir(tmp_path):
+    dest = str(tmp_path / "root")
+    p = make_install(dest)
+    assert p.returncode == 0, p.stdout + p.stderr
+    found = {}
+    for dirpath, _, files in os.walk(dest):
+        for f in files:
+            full = os.path.join(dirpath, f)
+            found[os.path.relpath(full, dest)] = stat.S_IMODE(os.stat(full).st_mode)
+    assert found == EXPECTED_FILES, found
+    with open(os.path.join(dest, "usr/sbin/sandboxd"), "rb") as a, open(SANDBOXD_BIN, "rb") as b:
+        assert a.read() == b.read()
+    with open(os.path.join(REPO, "sandboxd.conf")) as a, \
+            open(os.path.join(dest, "etc/sandboxd/sandboxd.conf")) as b:
+        assert a.read() == b.read()
+    unit = open(os.path.join(dest, "usr/lib/systemd/system/sandboxd.service")).read()
+    assert "ExecStart=/usr/sbin/sandboxd -c /etc/sandboxd/sandboxd.conf\n" in unit
+    for path in found:                          # DESTDIR never leaks into a file
+        if not path.startswith("usr/sbin") and not path.startswith("usr/bin"):
+            assert dest not in open(os.path.join(dest, path), errors="replace").read(), path
+    p = subprocess.run([os.path.join(dest, "usr/sbin/sandboxd"), "-c",
+                        os.path.join(dest, "etc/sandboxd/sandboxd.conf"), "--check-config"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p
+    # a second install keeps the operator's config and puts the sample beside it
+    conf = os.path.join(dest, "etc/sandboxd/sandboxd.conf")
+    with open(conf, "w") as f:
+        f.write("[daemon]\nmax_workers = 2\n")
+    p = make_install(dest)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert open(conf).read() == "[daemon]\nmax_workers = 2\n"
+    assert os.path.exists(conf + ".dist")
+
+
+def test_install_fails_clearly_without_binaries(tmp_path):
+    p = subprocess.run([os.path.join(REPO, "scripts/install")], capture_output=True, text=True,
+                       env=dict(os.environ, O=str(tmp_path / "nobuild"),
+                                DESTDIR=str(tmp_path / "d"), PREFIX="/usr"))
+    assert p.returncode != 0
+    assert "sandboxd is missing" in p.stderr, p.stderr
+    assert not os.path.exists(tmp_path / "d")
+
+
+def unit_settings(path):
+    out = {}
+    for line in open(path):
+        line = line.strip()
+        if line and not line.startswith(("#", ";", "[")) and "=" in line:
+            k, v = line.split("=", 1)
+            out.setdefault(k, []).append(v)
+    return out
+
+
+@pytest.fixture(scope="module")
+def installed_prefix():
+    """scripts/install with a real (temporary) PREFIX and SYSCONFDIR, so the
+    installed units name files that exist."""
+    tmp = tempfile.mkdtemp(prefix="sbxinst-", dir="/tmp")
+    env = dict(os.environ, O=os.path.dirname(SANDBOXD_BIN), PREFIX=tmp + "/usr",
+               SYSCONFDIR=tmp + "/etc", DESTDIR="")
+    p = subprocess.run([os.path.join(REPO, "scripts/install")], capture_output=True, text=True,
+                       env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    yield tmp
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_units_pass_systemd_analyze_verify(installed_prefix):
+    tool = shutil.which("systemd-analyze")
+    if not tool:
+        pytest.skip("systemd-analyze not installed (Debian package systemd)")
+    units = os.path.join(installed_prefix, "usr/lib/systemd/system")
+    p = subprocess.run([tool, "verify", os.path.join(units, "sandboxd.socket"),
+                        os.path.join(units, "sandboxd.service")],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, MANPATH=os.path.join(installed_prefix, "usr/share/man")))
+    # verify only warns about unknown keys: any output at all is a failure
+    assert p.returncode == 0 and not (p.stdout + p.stderr).strip(), p.stdout + p.stderr
+
+
+def test_unit_settings():
+    svc = unit_settings(os.path.join(REPO, "systemd/sandboxd.service"))
+    sock = unit_settings(os.path.join(REPO, "systemd/sandboxd.socket"))
+    assert svc["Type"] == ["notify"] and svc["NotifyAccess"] == ["main"]
+    assert svc["KillMode"] == ["mixed"], "SIGTERM must reach the daemon only (graceful stop)"
+    assert "seccomp" in svc["SystemCallFilter"][0].split()
+    assert "@system-service" in svc["SystemCallFilter"][0].split()
+    assert svc["NoNewPrivileges"] == ["yes"] and svc["ProtectSystem"] == ["strict"]
+    assert svc["RestrictAddressFamilies"] == ["AF_UNIX"]
+    assert svc["RuntimeDirectoryPreserve"] == ["yes"], "the socket node lives in /run/sandboxd"
+    assert sock["ListenStream"] == ["/run/sandboxd/sandboxd.sock"]
+    assert sock["Accept"] == ["no"]
+    # the socket unit and the built-in default agree on the path
+    assert "socket = /run/sandboxd/sandboxd.sock" in open(os.path.join(REPO, "sandboxd.conf")).read()
+
+
+def _syscall_sets():
+    out = subprocess.run(["systemd-analyze", "syscall-filter"], capture_output=True,
+                         text=True).stdout
+    groups, cur = {}, None
+    for line in out.splitlines():
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        if s.startswith("@") and not line.startswith(" "):
+            cur = s.split()[0]
+            groups[cur] = []
+        elif cur:
+            groups[cur].append(s.split()[0])
+    return groups
+
+
+def _expand(groups, names):
+    allowed, todo, seen = set(), list(names), set()
+    while todo:
+        n = todo.pop()
+        if n.startswith("@"):
+            if n not in seen:
+                seen.add(n)
+                todo += groups.get(n, [])
+        else:
+            allowed.add(n)
+    return allowed
+
+
+@pytest.mark.skipif(SANITIZE, reason="the sanitizer runtime makes calls the real daemon does not")
+@pytest.mark.skipif(not IS_ROOT, reason="needs root for the worker uid drop and chroot")
+def test_daemon_syscalls_fit_the_units_filter(tmp_path):
+    """Every system call the daemon, the zygote and the workers make (root, uid
+    drop, chroot, executions, a timeout, reload, stop) is allowed by the unit's
+    SystemCallFilter, which systemd would otherwise answer with EPERM."""
+    if not shutil.which("strace") or not shutil.which("systemd-analyze"):
+        pytest.skip("needs strace and systemd-analyze")
+    line = unit_settings(os.path.join(REPO, "systemd/sandboxd.service"))["SystemCallFilter"][0]
+    allowed = _expand(_syscall_sets(), line.split())
+    empty = tmp_path / "empty"
+    empty.mkdir(mode=0o555)
+    trace = tmp_path / "trace"
+    sock = str(tmp_path / "s.sock")
+    conf = tmp_path / "c.conf"
+    conf.write_text(render_config(merge_config(
+        daemon={"pool_size": 1},
+        worker={"user": "nobody", "group": "nogroup", "chroot": str(empty)})))
+    proc = subprocess.Popen(["strace", "-f", "-qq", "-o", str(trace), SANDBOXD_BIN,
+                             "-c", str(conf), "-s", sock],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        wait_until(lambda: os.path.exists(sock), 10, "the traced daemon")
+        time.sleep(0.3)
+        with sbx.Client(sock) as c:
+            assert c.value("print('x') local t = {} for i = 1, 1e5 do t[i] = i end return #t") \
+                == 100000
+            assert c.execute("while true do end", timeout_ms=300).kind == "timeout"
+            assert c.execute("error('x')").kind == "runtime_error"
+            os.kill(proc.pid, signal.SIGHUP)
+            time.sleep(0.3)
+            c.ping()
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    used = set()
+    for ln in open(trace):
+        m = re.match(r"^\d+\s+([a-z0-9_]+)\(", ln)
+        if m:
+            used.add(m.group(1))
+    assert "seccomp" in used and "chroot" in used and "setresuid" in used, sorted(used)
+    assert used <= allowed, "system calls outside SystemCallFilter=%s: %s" % (
+        line, sorted(used - allowed))
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the capability set matters only for a root daemon")
+def test_daemon_works_with_the_units_capabilities(tmp_path):
+    """Run the daemon as root with only the unit's CapabilityBoundingSet and
+    no_new_privs (setpriv), as systemd would: workers still switch uid, get
+    reniced, are killed on timeout, and the daemon stops cleanly."""
+    setpriv = shutil.which("setpriv")
+    if not setpriv:
+        pytest.skip("setpriv (util-linux) not installed")
+    caps = unit_settings(os.path.join(REPO, "systemd/sandboxd.service"))["CapabilityBoundingSet"][0]
+    spec = ",".join(["-all"] + ["+" + c.lower()[4:] for c in caps.split()])
+    empty = tmp_path / "empty"
+    empty.mkdir(mode=0o555)
+    os.chmod(tmp_path, 0o755)
+    sock = str(tmp_path / "s.sock")
+    conf = tmp_path / "c.conf"
+    conf.write_text(render_config(merge_config(
+        daemon={"pool_size": 0, "socket_group": "nogroup"},
+        worker={"user": "nobody", "group": "nogroup", "chroot": str(empty)})))
+    errp = tmp_path / "err"
+    with open(errp, "wb") as err:
+        proc = subprocess.Popen([setpriv, "--no-new-privs", "--inh-caps=-all",
+                                 "--bounding-set=" + spec, SANDBOXD_BIN, "-c", str(conf),
+                                 "-s", sock],
+                                stdout=err, stderr=err, start_new_session=True)
+    try:
+        wait_until(lambda: os.path.exists(sock), 10, "the daemon; stderr: %s" % errp.read_text())
+        assert os.stat(sock).st_gid == grp.getgrnam("nogroup").gr_gid    # CAP_CHOWN
+        time.sleep(0.2)
+        with sbx.Client(sock) as c:
+            i = c.send_execute("T.ready() while true do end", tools=T,
+                               handlers={"T.ready": lambda a: True}, timeout_ms=1000 * SCALE)
+            c.wait_tool_call(1)
+            kids = [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(p) == proc.pid]
+            workers = [p for p in kids if _comm(p) == "sandboxd-worker"]
+            assert workers, kids
+            st = os.stat("/proc/%d" % workers[0])
+            assert st.st_uid == pwd.getpwnam("nobody").pw_uid              # CAP_SETUID
+            assert os.readlink("/proc/%d/root" % workers[0]) == str(empty)  # CAP_SYS_CHROOT
+            assert os.getpriority(os.PRIO_PROCESS, workers[0]) == 10        # CAP_SYS_NICE
+            r = c.wait(i)
+            assert r.kind == "timeout", r                                    # CAP_KILL
+            assert c.value("return 6 * 7") == 42
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(15 * SCALE)
+    assert rc == 0, errp.read_text()
+    assert not os.path.exists(sock)
+
+
+def _ppid(pid):
+    try:
+        with open("/proc/%s/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _comm(pid):
+    try:
+        with open("/proc/%s/comm" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+# ------------------------------------------------------------------ Kubernetes manifests
+
+def test_kubernetes_manifests():
+    yaml = pytest.importorskip("yaml", reason="python3-yaml not installed")
+    k8s = os.path.join(REPO, "deploy/k8s")
+    docs = {}
+    for name in ("sidecar.yaml", "daemonset.yaml"):
+        with open(os.path.join(k8s, name)) as f:
+            docs[name] = [d for d in yaml.safe_load_all(f) if d]
+        for d in docs[name]:
+            assert d.get("apiVersion") and d.get("kind") and d["metadata"].get("name"), d
+
+    def one(name, kind):
+        found = [d for d in docs[name] if d["kind"] == kind]
+        assert len(found) == 1, (name, kind)
+        return found[0]
+
+    def check_config(name, pod):
+        cms = [d for d in docs[name] if d["kind"] == "ConfigMap"]
+        assert cms, "%s: no ConfigMap with sandboxd.conf" % name
+        text = cms[0]["data"]["sandboxd.conf"]
+        p = tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False)
+        p.write(text)
+        p.close()
+        try:
+            r = run_bin("-c", p.name, "--check-config")
+            assert r.returncode == 0, "%s: its sandboxd.conf does not check: %s" % (name, r.stderr)
+        finally:
+            os.unlink(p.name)
+        m = re.search(r"^socket\s*=\s*(\S+)", text, re.M)
+        return m.group(1)
+
+    # sidecar: the daemon and the agent share the socket through an emptyDir
+    dep = one("sidecar.yaml", "Deployment")
+    pod = dep["spec"]["template"]["spec"]
+    vols = {v["name"]: v for v in pod["volumes"]}
+    sock_path = check_config("sidecar.yaml", pod)
+    containers = {c["name"]: c for c in pod["containers"] + pod.get("initContainers", [])}
+    sbxd = containers["sandboxd"]
+    mounts = {m["name"]: m["mountPath"] for m in sbxd["volumeMounts"]}
+    shared = [n for n, v in vols.items() if "emptyDir" in v and n in mounts]
+    assert shared, "no emptyDir shared with the sandboxd container"
+    assert os.path.dirname(sock_path) == mounts[shared[0]]
+    agents = [c for n, c in containers.items() if n != "sandboxd" and
+              any(m["name"] == shared[0] for m in c.get("volumeMounts", []))]
+    assert agents, "no other container mounts the socket volume"
+    assert sbxd.get("readinessProbe") and sbxd["resources"]["limits"]["memory"]
+
+    # DaemonSet: one daemon per node, the socket in a hostPath directory
+    ds = one("daemonset.yaml", "DaemonSet")
+    pod = ds["spec"]["template"]["spec"]
+    sock_path = check_config("daemonset.yaml", pod)
+    vols = {v["name"]: v for v in pod["volumes"]}
+    sbxd = [c for c in pod["containers"] if c["name"] == "sandboxd"][0]
+    mounts = {m["name"]: m["mountPath"] for m in sbxd["volumeMounts"]}
+    host = [n for n, v in vols.items() if "hostPath" in v and n in mounts]
+    assert host and os.path.dirname(sock_path) == mounts[host[0]]
+    assert vols[host[0]]["hostPath"]["type"] == "DirectoryOrCreate"
+    assert sbxd["resources"]["limits"]["memory"]
