@@ -16,6 +16,8 @@
  *   loadgen spawn-tput -c PAR -n N [-b]         the same, PAR processes in flight
  *   loadgen spawn-cpu -n REPEAT -e CODE          stock lua5.3 running CODE
  *   loadgen spawn-mem                           private memory of an idle lua5.3 process
+ *   loadgen describe -s SOCK                    describe's "state" figures
+ *   loadgen forkfloor -n N                      fork + _exit + wait of this small process
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -415,7 +417,7 @@ static void m_cpu(long repeat, const char *code, const char *limits)
     if (!t)
         die("out of memory");
     cli_open(&c, sock_path);
-    params = json_pack("{s:s,s:s}", "code", code, "timeout_ms", "infinity");
+    params = json_pack("{s:s,s:i}", "code", code, "timeout_ms", 600000);
     if (limits) {
         json_error_t err;
         json_t *l = json_loads(limits, 0, &err);
@@ -771,13 +773,59 @@ static void m_spawn_mem(void)
     printf("private_kib=%ld\n", kib);
 }
 
+/* describe's "state" object, flattened to key=value lines. */
+static void m_describe(void)
+{
+    struct cli c;
+    const char req[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"describe\"}\n";
+    json_t *m, *st, *v;
+    const char *k;
+
+    cli_open(&c, sock_path);
+    send_all(c.fd, req, sizeof req - 1);
+    m = cli_recv(&c);
+    st = json_object_get(expect_result(m), "state");
+    json_object_foreach(st, k, v) {
+        if (json_is_integer(v))
+            printf("%s=%" JSON_INTEGER_FORMAT "\n", k, json_integer_value(v));
+        else if (json_is_null(v))
+            printf("%s=null\n", k);
+    }
+    json_decref(m);
+    cli_close(&c);
+}
+
+/* The floor under any process-per-execution design: fork, _exit, wait. */
+static void m_forkfloor(long n)
+{
+    double *lat = calloc((size_t)n, sizeof *lat);
+    long i;
+
+    if (!lat)
+        die("out of memory");
+    for (i = 0; i < n; i++) {
+        double t0 = now_us();
+        int st;
+        pid_t pid = fork();
+        if (pid < 0)
+            die("fork: %s", strerror(errno));
+        if (pid == 0)
+            _exit(0);
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        lat[i] = now_us() - t0;
+    }
+    print_latencies(lat, (size_t)n);
+    free(lat);
+}
+
 /* ------------------------------------------------------------------ */
 
 static void usage(void)
 {
     fputs("usage: loadgen MODE [-s SOCK] [-n N] [-c CONNS] [-p PID] [-e CODE] [-l LIMITS] [-b]\n"
           "modes: latency tput tools cpu idle workermem spawn-latency spawn-tput spawn-cpu "
-          "spawn-mem\n", stderr);
+          "spawn-mem describe forkfloor\n", stderr);
     exit(2);
 }
 
@@ -809,7 +857,8 @@ int main(int argc, char **argv)
     exec_limits = limits;
     signal(SIGPIPE, SIG_IGN);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (strncmp(mode, "spawn", 5) != 0 && strcmp(mode, "workermem") != 0 && !sock_path)
+    if (strncmp(mode, "spawn", 5) != 0 && strcmp(mode, "workermem") != 0 &&
+        strcmp(mode, "forkfloor") != 0 && !sock_path)
         die("-s SOCK is required for %s", mode);
     if (strcmp(mode, "latency") == 0)
         m_latency(n);
@@ -831,6 +880,10 @@ int main(int argc, char **argv)
         m_spawn_cpu(n, code);
     else if (strcmp(mode, "spawn-mem") == 0)
         m_spawn_mem();
+    else if (strcmp(mode, "describe") == 0)
+        m_describe();
+    else if (strcmp(mode, "forkfloor") == 0)
+        m_forkfloor(n);
     else
         usage();
     return 0;

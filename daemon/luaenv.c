@@ -51,14 +51,19 @@ static void *env_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     }
     if (nsize > old) {
         size_t grow = nsize - old;
+#if !defined(MUTATE_STRING_CAP)
         if (ptr == NULL && osize == LUA_TSTRING && nsize > e->string_cap + STRING_SLACK) {
             e->last_refusal = LUAENV_REFUSED_STRING;
             return NULL;
         }
+#endif
+#if !defined(MUTATE_HEAP_CAP)
         if (e->max_heap != 0 && (grow > e->max_heap || e->used > e->max_heap - grow)) {
             e->last_refusal = LUAENV_REFUSED_HEAP;
             return NULL;
         }
+#endif
+        (void)grow;
     }
     p = realloc(ptr, nsize);
     if (p == NULL) {
@@ -137,7 +142,9 @@ static void count_hook(lua_State *L, lua_Debug *ar)
     }
     if (e->fatal == LUAENV_FATAL_NONE)
         return;
+#if !defined(MUTATE_HOOK_REARM)
     lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
+#endif
     push_fatal_message(L, e->fatal);
     lua_error(L);
 }
@@ -238,7 +245,9 @@ enum luaenv_caught luaenv_catch(lua_State *L, int status)
 
 int luaenv_rethrow(lua_State *L)
 {
+#if !defined(MUTATE_HOOK_REARM)
     lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
+#endif
     return lua_error(L);
 }
 
@@ -248,7 +257,11 @@ void luaenv_output(struct luaenv *e, const char *s, size_t len)
 
     if (e->output_truncated)
         return;
+#if defined(MUTATE_PRINT_CAP)
+    room = (size_t)-1;                  /* mutant: no bound on captured output */
+#else
     room = e->output_max - e->output_sent;
+#endif
     if (len > room) {
         len = room;
         e->output_truncated = 1;
@@ -294,10 +307,16 @@ static int build_env(lua_State *L)
     const luaL_Reg *lib;
     int g, i;
 
+#if defined(MUTATE_OPENLIBS)
+    (void)libs;                         /* mutant: every standard library */
+    (void)lib;
+    luaL_openlibs(L);
+#else
     for (lib = libs; lib->func != NULL; lib++) {
         luaL_requiref(L, lib->name, lib->func, 1);
         lua_pop(L, 1);
     }
+#endif
     lua_pushglobaltable(L);
     g = lua_gettop(L);
 
@@ -313,18 +332,22 @@ static int build_env(lua_State *L)
     lua_setfield(L, g, "dofile");
     lua_pushnil(L);
     lua_setfield(L, g, "loadfile");
+#if !defined(MUTATE_STRING_DUMP)
     lua_getfield(L, g, LUA_STRLIBNAME);     /* also the string metatable's __index */
     lua_pushnil(L);
     lua_setfield(L, -2, "dump");
     lua_pop(L, 1);
+#endif
 
     /* the string metatable: locked, so getmetatable("") reveals nothing */
     lua_pushliteral(L, "");
+#if !defined(MUTATE_STRMETA_LOCK)
     if (lua_getmetatable(L, -1)) {
         lua_pushboolean(L, 0);
         lua_setfield(L, -2, "__metatable");
         lua_pop(L, 1);
     }
+#endif
     lua_pop(L, 1);
 
     /* replacements (luaenv_lib.c) */

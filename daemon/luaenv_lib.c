@@ -42,8 +42,12 @@ static int call_original(lua_State *L)
 static int finish_pcall(lua_State *L, int status, lua_KContext extra)
 {
     if (status != LUA_OK && status != LUA_YIELD) {
+#if defined(MUTATE_PCALL_RETHROW)
+        (void)luaenv_catch(L, status);  /* mutant: pcall/xpcall swallow a fatal limit */
+#else
         if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL)
             return luaenv_rethrow(L);
+#endif
         lua_pushboolean(L, 0);
         lua_pushvalue(L, -2);
         return 2;
@@ -66,8 +70,10 @@ static int sb_pcall(lua_State *L)
  * fatal error, so it cannot run code after a limit was hit. */
 static int xpcall_handler(lua_State *L)
 {
+#if !defined(MUTATE_XPCALL_HANDLER)
     if (luaenv_is_fatal_error(L, 1))
         return 1;
+#endif
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
     lua_call(L, lua_gettop(L) - 1, 1);
@@ -118,8 +124,12 @@ static int resume(lua_State *L, lua_State *co, int narg)
         return nres;
     }
     lua_xmove(co, L, 1);
+#if defined(MUTATE_RESUME_RETHROW)
+    (void)luaenv_catch(L, status);      /* mutant: resume/wrap swallow a fatal limit */
+#else
     if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL)
         luaenv_rethrow(L);
+#endif
     return -1;
 }
 
@@ -205,16 +215,21 @@ static int sb_load(lua_State *L)
     const char *s = lua_tolstring(L, 1, &len);
     int env = lua_isnone(L, 4) ? 0 : 4;
     int status;
+#if defined(MUTATE_BYTECODE)
+    const char *mode = luaL_optstring(L, 3, "bt");  /* mutant: binary chunks accepted */
+#else
+    const char *mode = "t";
+#endif
 
     if (s != NULL) {
         const char *name = luaL_optstring(L, 2, s);
-        status = luaL_loadbufferx(L, s, len, name, "t");
+        status = luaL_loadbufferx(L, s, len, name, mode);
     } else {
         const char *name = luaL_optstring(L, 2, "=(load)");
         struct reader rd = {0, luaenv_string_cap(luaenv_from(L))};
         luaL_checktype(L, 1, LUA_TFUNCTION);
         lua_settop(L, RESERVED_SLOT);
-        status = lua_load(L, read_piece, &rd, name, "t");
+        status = lua_load(L, read_piece, &rd, name, mode);
     }
     if (status == LUA_OK) {
         if (env != 0) {
@@ -224,8 +239,12 @@ static int sb_load(lua_State *L)
         }
         return 1;
     }
+#if defined(MUTATE_LOAD_RETHROW)
+    (void)luaenv_catch(L, status);      /* mutant: a load reader swallows a fatal limit */
+#else
     if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL)
         return luaenv_rethrow(L);
+#endif
     lua_pushnil(L);
     lua_insert(L, -2);
     return 2;
@@ -241,11 +260,13 @@ static int sb_setmetatable(lua_State *L)
     luaL_argcheck(L, t == LUA_TNIL || t == LUA_TTABLE, 2, "nil or table expected");
     /* Only a __gc present now marks the object for finalization (5.3), and
      * finalizers run with hooks off: refuse it. */
+#if !defined(MUTATE_GC_REFUSAL)
     if (t == LUA_TTABLE) {
         lua_pushliteral(L, "__gc");
         if (lua_rawget(L, 2) != LUA_TNIL)
             return luaL_error(L, "__gc metamethods are not allowed");
     }
+#endif
     lua_settop(L, 2);
     if (luaL_getmetafield(L, 1, "__metatable") != LUA_TNIL)
         return luaL_error(L, "cannot change a protected metatable");
@@ -299,6 +320,9 @@ static int sb_rep(lua_State *L)
     size_t l, lsep, n, total, cap = luaenv_string_cap(luaenv_from(L));
     lua_Integer count;
 
+#if defined(MUTATE_REP_CONCAT)
+    return call_original(L);            /* mutant: no size pre-check, no "" shortcut */
+#endif
     luaL_checklstring(L, 1, &l);
     count = luaL_checkinteger(L, 2);
     luaL_optlstring(L, 3, "", &lsep);
@@ -328,6 +352,9 @@ static int sb_concat(lua_State *L)
 
     /* A plain table can be measured raw; with a metatable (__index, __len)
      * the allocator's string cap is the guard. */
+#if defined(MUTATE_REP_CONCAT)
+    return call_original(L);            /* mutant: no size pre-check */
+#endif
     if (lua_type(L, 1) != LUA_TTABLE)
         return call_original(L);
     if (lua_getmetatable(L, 1)) {
@@ -381,7 +408,13 @@ int luaenv_openlib(lua_State *L)
     };
     int g = lua_gettop(L);
 
+#if defined(MUTATE_COLLECTGARBAGE)
+    lua_getfield(L, g, "collectgarbage");
+#endif
     luaL_setfuncs(L, base, 0);
+#if defined(MUTATE_COLLECTGARBAGE)
+    lua_setfield(L, g, "collectgarbage");   /* mutant: the stock function, every option */
+#endif
 
     lua_getfield(L, g, LUA_COLIBNAME);
     lua_pushcfunction(L, sb_resume);

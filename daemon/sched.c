@@ -165,6 +165,7 @@ void sched_worker_arrived(struct sup *s, pid_t pid, int fd)
     }
     list_add_tail(&s->idle, &w->pool_node);
     s->n_idle++;
+    s->workers_started++;
     sched_pump(s);
 }
 

@@ -192,10 +192,15 @@ static int create_socket(struct sup *s, const char *path)
     if (chmod(path, s->cfg.socket_mode) != 0)
         log_warn("chmod %s: %s", path, strerror(errno));
     if (s->cfg.socket_group && *s->cfg.socket_group) {
-        struct group *gr = getgrnam(s->cfg.socket_group);
-        if (!gr || chown(path, (uid_t)-1, gr->gr_gid) != 0)
-            log_warn("socket group %s: %s", s->cfg.socket_group,
-                     gr ? strerror(errno) : "no such group");
+        /* issue 5: a number is used as is (config.c accepts "2000" even
+         * when no group of that name exists, e.g. a pod's fsGroup) */
+        const char *g = s->cfg.socket_group;
+        int numeric = strspn(g, "0123456789") == strlen(g);
+        struct group *gr = numeric ? NULL : getgrnam(g);
+        if (!numeric && !gr)
+            log_warn("socket group %s: no such group", g);
+        else if (chown(path, (uid_t)-1, numeric ? (gid_t)strtoul(g, NULL, 10) : gr->gr_gid) != 0)
+            log_warn("socket group %s: %s", g, strerror(errno));
     }
     if (listen(fd, 256) != 0)
         goto fail;

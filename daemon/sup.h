@@ -59,6 +59,7 @@ struct sup {
     uint64_t next_conn_id;
 
     uint64_t next_exec_seq;
+    uint64_t workers_started;     /* workers handed over by the zygote (describe) */
     int      stopping;
     ev_timer grace;
     ev_tstamp grace_start;

@@ -104,6 +104,12 @@ static const char *error_text(lua_State *L, int idx, size_t *len)
 {
     int t = lua_type(L, idx);
 
+#if defined(MUTATE_TOLSTRING_ERRORS)
+    idx = lua_absindex(L, idx);         /* mutant: __tostring runs in the host */
+    luaL_tolstring(L, idx, NULL);
+    lua_replace(L, idx);
+    return lua_tolstring(L, idx, len);
+#endif
     if (t == LUA_TSTRING || t == LUA_TNUMBER)
         return lua_tolstring(L, idx, len);
     lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, idx));

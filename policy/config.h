@@ -79,7 +79,8 @@ struct config {
     char    *worker_user;       /* owned or NULL; default "nobody" */
     char    *worker_group;      /* owned or NULL; default "nogroup" */
     char    *worker_chroot;     /* owned or NULL (no chroot); default "/var/empty";
-                                   must exist, else workers run unchrooted */
+                                   created if missing and checked at start (as
+                                   root), see daemon/zygote.c decide_layers */
     /* [defaults] and [ceilings] */
     struct limits defaults;
     struct limits ceilings;

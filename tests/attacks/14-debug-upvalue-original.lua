@@ -1,5 +1,0 @@
--- expect: error runtime_error
--- message_contains: global 'debug'
--- why: fetch the unwrapped original of a sandbox wrapper (string.rep's upvalue) with debug.getupvalue; debug must not exist
-local name, orig = debug.getupvalue(string.rep, 1)
-return "escaped: " .. tostring(orig)
