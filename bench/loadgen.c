@@ -264,11 +264,11 @@ static size_t exec_line(char *buf, size_t n, unsigned long id)
 static void m_latency(long n)
 {
     struct cli c;
-    double *lat = calloc((size_t)n, sizeof *lat);
+    double *lat = calloc((size_t)n, sizeof *lat), *wall = calloc((size_t)n, sizeof *wall);
     char line[1024];
     long i, warm = n / 10 + 5;
 
-    if (!lat)
+    if (!lat || !wall)
         die("out of memory");
     cli_open(&c, sock_path);
     for (i = -warm; i < n; i++) {
@@ -277,14 +277,21 @@ static void m_latency(long n)
         json_t *m;
         send_all(c.fd, line, len);
         m = cli_recv(&c);
-        if (i >= 0)
+        if (i >= 0) {
             lat[i] = now_us() - t0;
+            /* the daemon's own view: job start to answer */
+            wall[i] = (double)json_integer_value(json_object_get(
+                json_object_get(json_object_get(m, "result"), "stats"), "wall_us"));
+        }
         check_two(m);
         json_decref(m);
     }
     cli_close(&c);
     print_latencies(lat, (size_t)n);
+    qsort(wall, (size_t)n, sizeof *wall, cmp_double);
+    printf("wall_p50_us=%.1f\n", pct(wall, (size_t)n, 50));
     free(lat);
+    free(wall);
 }
 
 static void m_tput(int conns, long n)
@@ -360,7 +367,8 @@ static void m_tools(long calls)
                    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"execute\",\"params\":{"
                    "\"code\":\"local s = 0 for i = 1, %ld do s = s + T.f(i) end return s\","
                    "\"tools\":[{\"name\":\"T\",\"functions\":[\"f\"]}],"
-                   "\"timeout_ms\":600000}}\n", calls);
+                   "\"limits\":%s,\"timeout_ms\":600000}}\n", calls,
+                   exec_limits ? exec_limits : "{}");
     if (len < 0)
         die("out of memory");
     t0 = now_us();

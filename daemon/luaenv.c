@@ -2,6 +2,10 @@
  * luaenv.c - the sandbox state: allocator, environment assembly, sticky
  * limits and the protected-boundary classification.  Contract: luaenv.h.
  * The replacement library functions are in luaenv_lib.c.
+ *
+ * `#if defined(MUTATE_...)` blocks are test-only: tests/mutation/run builds
+ * with -DMUTATE_<NAME>=1 to switch one hardening piece off and checks that
+ * some test fails.  Without those flags they change nothing.
  */
 #include "daemon/luaenv.h"
 

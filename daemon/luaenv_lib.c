@@ -3,6 +3,10 @@
  * list and their contracts are in luaenv.h).  Each protected boundary here
  * (pcall, xpcall, coroutine.resume/wrap, load) passes what it caught through
  * luaenv_catch() and rethrows while a fatal limit is set.
+ *
+ * `#if defined(MUTATE_...)` blocks are test-only: tests/mutation/run builds
+ * with -DMUTATE_<NAME>=1 to switch one hardening piece off and checks that
+ * some test fails.  Without those flags they change nothing.
  */
 #include "daemon/luaenv.h"
 
@@ -409,11 +413,14 @@ int luaenv_openlib(lua_State *L)
     int g = lua_gettop(L);
 
 #if defined(MUTATE_COLLECTGARBAGE)
-    lua_getfield(L, g, "collectgarbage");
-#endif
+    lua_getfield(L, g, "collectgarbage");   /* mutant: the stock function, every option */
+    lua_pushvalue(L, g);
     luaL_setfuncs(L, base, 0);
-#if defined(MUTATE_COLLECTGARBAGE)
-    lua_setfield(L, g, "collectgarbage");   /* mutant: the stock function, every option */
+    lua_pushvalue(L, -2);
+    lua_setfield(L, -2, "collectgarbage");
+    lua_pop(L, 2);
+#else
+    luaL_setfuncs(L, base, 0);
 #endif
 
     lua_getfield(L, g, LUA_COLIBNAME);

@@ -10,7 +10,8 @@
  * A child body runs after containment and returns its exit code; it must not
  * use stdio or cmocka (fds 0-2 are /dev/null, and most calls are fatal).
  * Allowed calls must leave the child exiting 0; forbidden ones must kill it
- * with SIGSYS.  Raw syscall() is used where a libc wrapper could take another
+ * with SIGSYS, after the SIGSYS handler's CHAN_SYSCALL report naming the
+ * call (none for the filter's kill-process rules and other ABIs).  Raw syscall() is used where a libc wrapper could take another
  * route (vDSO clocks, fork via clone).
  */
 #include <setjmp.h>

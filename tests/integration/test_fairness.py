@@ -1,0 +1,155 @@
+"""Scheduling fairness and the warm pool (issue 6).
+
+* One connection with a deep backlog of queued executions must not starve
+  another: the scheduler takes connections in turn (daemon/sched.c), so a
+  request from a second client overtakes the first client's backlog.
+* describe reports the warm pool: idle workers, workers started, and the
+  private memory of the idle pooled workers; executions each get a fresh
+  worker and the pool never grows past max_workers.
+
+No timing assertions: order and counts only.
+"""
+
+import os
+import time
+
+import pytest
+
+from sbx import SCALE
+
+# A little work per execution (about a millisecond), so a backlog of them
+# takes long enough to overtake but not long enough to slow the suite.
+WORK = "local x = 0 for i = 1, 100000 do x = x + i end return x"
+WORK_VALUE = 5000050000
+BACKLOG = 200
+
+
+def state(client):
+    r = client.call("describe", {})
+    assert r.ok, r
+    return r.result["state"]
+
+
+def wait_state(client, pred, what, timeout=10.0 * SCALE):
+    deadline = time.monotonic() + timeout
+    while True:
+        st = state(client)
+        if pred(st):
+            return st
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for %s; state %r" % (what, st))
+        time.sleep(0.01)
+
+
+def drain(client):
+    """Handle every message that has already arrived, without waiting."""
+    while client.pump(0):
+        pass
+
+
+def test_backlog_of_one_client_does_not_starve_another(daemon_factory):
+    d = daemon_factory(daemon={"max_workers": 1, "pool_size": 1, "max_queue": 1000})
+    a = d.client()
+    b = d.client()
+    ids = [a.send_execute(WORK, id=i) for i in range(1, BACKLOG + 1)]
+    # the daemon has read A's requests: most of them wait in its queue
+    wait_state(b, lambda st: st["queued"] >= BACKLOG // 2, "A's backlog to be queued")
+    drain(a)
+    answered_before = len(a.arrivals)
+    assert answered_before < BACKLOG // 2, "A's backlog drained before B could ask"
+
+    bid = b.send_execute("return 'b'", id="b")
+    rb = b.wait(bid)
+    assert rb.ok and rb.result["value"] == "b", rb
+    drain(a)
+    overtaken_by = len(a.arrivals) - answered_before
+    # B waits at most for the execution running when it arrived and the one
+    # A's turn hands out next, not for A's backlog (a little slack for the
+    # answers that arrive while we read)
+    assert overtaken_by <= 10, (
+        "B was answered only after %d more of A's %d queued executions" % (
+            overtaken_by, BACKLOG - answered_before))
+    assert BACKLOG - len(a.arrivals) >= BACKLOG // 4, \
+        "B was not answered before most of A's backlog"
+
+    # A's backlog still completes, every one of them, in a fresh worker each
+    for i in ids:
+        r = a.wait(i, timeout=60.0 * SCALE)
+        assert r.ok and r.result["value"] == WORK_VALUE, r
+
+
+def test_round_robin_interleaves_two_backlogs(daemon_factory):
+    """Two clients each queue a backlog; while both have work queued, their
+    executions alternate instead of one client's running first."""
+    d = daemon_factory(daemon={"max_workers": 1, "pool_size": 1, "max_queue": 1000})
+    a = d.client()
+    b = d.client()
+    n = 40
+    a_ids = [a.send_execute(WORK, id="a%d" % i) for i in range(n)]
+    b_ids = [b.send_execute(WORK, id="b%d" % i) for i in range(n)]
+    # when B's last answer is in, A can be at most a few answers ahead of B
+    # or behind: with turns taken, A cannot have finished its whole backlog
+    # while B's was still waiting
+    for i in b_ids[: n // 2]:
+        r = b.wait(i, timeout=60.0 * SCALE)
+        assert r.ok, r
+    drain(a)
+    assert len(a.arrivals) < n, "A's whole backlog ran before half of B's"
+    for i in a_ids:
+        assert a.wait(i, timeout=60.0 * SCALE).ok
+    for i in b_ids[n // 2:]:
+        assert b.wait(i, timeout=60.0 * SCALE).ok
+
+
+def test_describe_reports_the_warm_pool(daemon_factory):
+    d = daemon_factory(daemon={"max_workers": 4, "pool_size": 3})
+    c = d.client()
+    st = wait_state(c, lambda st: st["idle_workers"] == 3, "a full pool of 3")
+    for key in ("workers", "idle_workers", "queued", "workers_started",
+                "idle_worker_private_bytes"):
+        assert key in st, (key, st)
+    assert st["workers"] == 3 and st["workers_started"] >= 3, st
+    priv = st["idle_worker_private_bytes"]
+    if os.geteuid() == 0:
+        # the supervisor can read its workers' smaps_rollup
+        assert isinstance(priv, int) and 0 < priv < 3 * 64 * 1024 * 1024, st
+    else:
+        assert priv is None or isinstance(priv, int), st
+    pooled = set(d.wait_for_workers(3))
+
+    # every execution runs in a worker no other execution used, taken from
+    # the pool and replaced
+    started = st["workers_started"]
+    for _ in range(5):
+        assert c.value("return 1") == 1
+    st = wait_state(c, lambda st: st["idle_workers"] == 3, "the pool refilled")
+    assert st["workers_started"] - started >= 5, st
+    assert not pooled & set(d.worker_pids()), "a worker that ran a job is still alive"
+
+
+def test_pool_never_grows_past_max_workers(daemon_factory):
+    d = daemon_factory(daemon={"max_workers": 2, "pool_size": 2, "max_queue": 100})
+    a = d.client()
+    watcher = d.client()
+    ids = [a.send_execute(WORK, id=i) for i in range(20)]
+    most = 0
+    pending = set(ids)
+    while pending:
+        st = state(watcher)
+        most = max(most, st["workers"])
+        assert len([w for w in d.workers() if w[2] != "Z"]) <= 2, d.children()
+        drain(a)
+        pending -= {r.id for r in a.arrivals}
+    assert most <= 2
+    for i in ids:
+        assert a.wait(i).ok
+
+
+@pytest.mark.parametrize("pool", [0, 2])
+def test_executions_never_share_a_worker(daemon_factory, pool):
+    """Globals a chunk sets never reach the next execution: each one starts
+    in a fresh worker, with or without a warm pool."""
+    d = daemon_factory(daemon={"max_workers": 2, "pool_size": pool})
+    c = d.client()
+    for _ in range(5):
+        assert c.value("local seen = leftover; leftover = true; return seen == nil") is True
