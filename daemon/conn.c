@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "daemon/exec.h"
@@ -23,6 +24,7 @@
 #include "proto/jsonrpc.h"
 
 #define CONN_READ_BURST (256u * 1024)
+#define CONN_LINGER     2.0     /* seconds a departing peer gets to see our EOF */
 
 static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents);
 static void conn_write_cb(struct ev_loop *loop, ev_io *io, int revents);
@@ -129,12 +131,36 @@ static void conn_flush(struct conn *c)
     conn_maybe_finish(c);
 }
 
+static void linger_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop; (void)revents;
+    conn_fail(t->data);
+}
+
 /* A connection whose input has ended closes once every execution it
  * started has been answered and the answers have left. */
 void conn_maybe_finish(struct conn *c)
 {
-    if (c->closing && c->out_pos == c->out_len && list_empty(&c->execs))
+    if (!c->closing || c->out_pos != c->out_len || !list_empty(&c->execs) ||
+        list_linked(&c->doomed_node))
+        return;
+    if (c->eof) {
         conn_fail(c);
+        return;
+    }
+    /* We stop first while the peer may still be sending (a refused peer).
+     * Closing a socket with unread input resets the stream, and the peer
+     * could lose our last answer; so end our side, drop whatever still
+     * arrives, and close at its EOF or after CONN_LINGER seconds. */
+    if (!c->lingering) {
+        c->lingering = 1;
+        shutdown(c->fd, SHUT_WR);
+        ev_io_start(c->sup->loop, &c->rio);
+        ev_timer_stop(c->sup->loop, &c->hup);
+        ev_timer_init(&c->hup, linger_cb, CONN_LINGER, 0.);
+        c->hup.data = c;
+        ev_timer_start(c->sup->loop, &c->hup);
+    }
 }
 
 /* While half-closed with work in flight, watch for the peer going away
@@ -165,6 +191,7 @@ static void conn_eof(struct conn *c)
         return;
     }
     c->closing = 1;
+    c->eof = 1;
     ev_io_stop(c->sup->loop, &c->rio);
     ev_timer_init(&c->hup, hup_cb, 0.1, 0.1);
     c->hup.data = c;
@@ -295,6 +322,12 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents)
     size_t total = 0;
     (void)loop; (void)revents;
 
+    if (c->lingering) {         /* drop what a departing peer still sends */
+        ssize_t n = read(c->fd, buf, sizeof buf);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+            conn_fail(c);
+        return;
+    }
     while (!c->closing && total < CONN_READ_BURST) {
         const char *line;
         size_t len;

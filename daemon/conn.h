@@ -48,6 +48,8 @@ struct conn {
     uid_t  peer_uid;
     gid_t  peer_gid;
     int    closing;             /* no more input; close once the queue is flushed */
+    int    eof;                 /* the peer finished sending (read returned 0) */
+    int    lingering;           /* our side is shut down; draining until EOF */
 };
 
 /* Take ownership of an accepted, non-blocking fd.  NULL on allocation failure
