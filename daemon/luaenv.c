@@ -153,6 +153,28 @@ static void count_hook(lua_State *L, lua_Debug *ar)
     lua_error(L);
 }
 
+/*
+ * Charge one hook period for entering a coroutine.  Each thread keeps its
+ * own hook countdown, so a coroutine that runs fewer instructions than the
+ * period before it yields or dies would never be charged; billing every
+ * resume bounds that undercount to the budget itself.  Raises the fatal
+ * reductions limit when the budget is spent.  No effect without a budget.
+ */
+void luaenv_charge_resume(lua_State *L)
+{
+    struct luaenv *e = luaenv_from(L);
+
+    if (e->hook_period == 0 || e->fatal != LUAENV_FATAL_NONE)
+        return;
+    e->reductions += (uint64_t)e->hook_period;
+    if (e->max_reductions != 0 && e->reductions > e->max_reductions) {
+        e->fatal = LUAENV_FATAL_REDUCTIONS;
+        lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
+        push_fatal_message(L, e->fatal);
+        lua_error(L);
+    }
+}
+
 static void set_fatal(struct luaenv *e, int kind)
 {
     if (e->fatal == LUAENV_FATAL_NONE)

@@ -146,6 +146,9 @@ enum luaenv_caught luaenv_catch(lua_State *L, int status);
 /* Raise again while fatal: re-arm the hook with count 1 on L and lua_error
  * with the value on top.  Does not return. */
 int luaenv_rethrow(lua_State *L);
+/* Bill one hook period for a coroutine resume (raises when the budget is
+ * spent); see luaenv.c. */
+void luaenv_charge_resume(lua_State *L);
 
 /* The same test luaenv_catch() applies, without clearing anything, for
  * message handlers that run before the stack unwinds: would the error value

@@ -115,6 +115,9 @@ static int resume(lua_State *L, lua_State *co, int narg)
         lua_pushliteral(L, "cannot resume dead coroutine");
         return -1;
     }
+#if !defined(MUTATE_RESUME_BILLING)
+    luaenv_charge_resume(L);
+#endif
     lua_xmove(L, co, narg);
     status = lua_resume(co, L, narg);
     if (status == LUA_OK || status == LUA_YIELD) {
