@@ -84,6 +84,7 @@ test-integration: all
 test: deps
 	$(MAKE) O=build test-unit test-integration
 	$(MAKE) O=build/asan SANITIZE=1 test-unit test-integration
+	$(MAKE) -C bench O=$(CURDIR)/build smoke
 	$(MAKE) mutation
 
 asan:

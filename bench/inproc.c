@@ -7,7 +7,7 @@
  *   inproc latency -n N          fresh state + `return 1+1`, one after another
  *   inproc tput -c PROCS -n N    the same in PROCS forked processes, total rate
  *   inproc tools -n CALLS        a Lua loop calling a C function CALLS times
- *   inproc cpu -n REPEAT -e CODE wall time of CODE in a fresh state
+ *   inproc cpu -n REPEAT -e CODE wall and CPU time of CODE in a fresh state
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,23 +146,35 @@ static void m_tools(long calls)
            el / (double)calls);
 }
 
+static double cpu_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
 static void m_cpu(long repeat, const char *code)
 {
-    double *t = calloc((size_t)repeat, sizeof *t);
+    double *t = calloc((size_t)repeat, sizeof *t), *cpu = calloc((size_t)repeat, sizeof *cpu);
     long i;
 
-    if (!t)
+    if (!t || !cpu)
         fail("out of memory");
     for (i = 0; i < repeat; i++) {
-        double t0 = now_us();
+        double t0 = now_us(), c0 = cpu_us();
         lua_Integer v = run_once(code);
         t[i] = now_us() - t0;
+        cpu[i] = cpu_us() - c0;
         if (i == 0)
             printf("value=%lld\n", (long long)v);
     }
     qsort(t, (size_t)repeat, sizeof *t, cmp_double);
-    printf("best_s=%.4f\nmedian_s=%.4f\n", t[0] / 1e6, pct(t, (size_t)repeat, 50) / 1e6);
+    qsort(cpu, (size_t)repeat, sizeof *cpu, cmp_double);
+    printf("best_s=%.4f\nmedian_s=%.4f\nbest_cpu_s=%.4f\n", t[0] / 1e6,
+           pct(t, (size_t)repeat, 50) / 1e6, cpu[0] / 1e6);
     free(t);
+    free(cpu);
 }
 
 int main(int argc, char **argv)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -220,6 +221,19 @@ static void watchdog_cb(struct ev_loop *loop, ev_timer *t, int revents)
     notify_send("WATCHDOG=1");
 }
 
+/* Each client connection and each worker channel is a descriptor: take the
+ * whole hard limit, not the usual soft 1024. */
+static void raise_fd_limit(void)
+{
+    struct rlimit r;
+
+    if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+        r.rlim_cur = r.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &r) != 0)
+            log_warn("could not raise RLIMIT_NOFILE: %s", strerror(errno));
+    }
+}
+
 static void signal_watch(struct sup *s, ev_signal *w, void (*cb)(struct ev_loop *, ev_signal *, int),
                          int sig)
 {
@@ -274,6 +288,7 @@ int main(int argc, char **argv)
      * been replaced by an upgrade since we started. */
     s->self_exe = "/proc/self/exe";
     signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
     s->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_SIGNALFD);
     s->listen_fd = s->zygote_fd = -1;
     list_init(&s->idle);

@@ -19,10 +19,20 @@
 #include "daemon/wproc.h"
 #include "daemon/zygote.h"
 
-/* Can one more execution get a worker without exceeding max_workers? */
+/* Can one more execution get a worker without exceeding max_workers?
+ * Executions already STARTING beyond the idle and pending workers each
+ * need a new process too: without counting them, sched_pump() moved the
+ * whole queue to STARTING in one pass (procs only grows in spawn(), after
+ * the loop), which bypassed the round-robin (a later connection went to the
+ * back of every earlier one's backlog) and max_queue (issue 6: fairness). */
 static int has_capacity(const struct sup *s)
 {
-    return s->n_idle + s->pending > s->n_starting || s->procs < s->cfg.max_workers;
+    unsigned need_new;
+
+    if (s->n_idle + s->pending > s->n_starting)
+        return 1;
+    need_new = s->n_starting - s->n_idle - s->pending;
+    return s->procs + need_new < s->cfg.max_workers;
 }
 
 static void rr_enqueue(struct exec *e)
