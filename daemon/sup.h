@@ -16,11 +16,20 @@
 #define SANDBOXD_SUP_H
 
 #include <ev.h>
+#include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "daemon/list.h"
 #include "policy/config.h"
+
+/* The worker identity and containment layers, decided once at the first
+ * zygote start (daemon/zygote.c) and passed to every zygote as argv. */
+struct worker_layers {
+    int  decided;
+    char uid[16], gid[16], ns[16];  /* "" uid: no privilege drop */
+    char chroot[PATH_MAX];          /* "" : no chroot */
+};
 
 struct sup {
     struct ev_loop *loop;
@@ -37,6 +46,7 @@ struct sup {
     ev_timer accept_pause;
 
     /* zygote */
+    struct worker_layers layers;
     pid_t    zygote_pid;
     int      zygote_fd;
     ev_io    zygote_io;

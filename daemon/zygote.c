@@ -70,11 +70,6 @@ static void zygote_io_cb(struct ev_loop *loop, ev_io *io, int revents)
  *    failing drop refuses to start.  Workers get exactly the namespaces that
  *    passed (an unshare failure in a worker is then fatal to that worker).
  * The active layers are logged once. */
-static struct {
-    int  decided;
-    char uid[16], gid[16], ns[16];
-    char chroot[PATH_MAX];
-} layers;
 
 static const struct { int flag; const char *name; } ns_names[] = {
     { CLONE_NEWNET, "net" }, { CLONE_NEWIPC, "ipc" },
@@ -184,8 +179,9 @@ static int prepare_chroot(const char *path, char *out, size_t outlen)
 }
 
 /* Decide the worker identity and layers (once).  0, or -1: refuse to start. */
-static int decide_layers(const struct sup *s)
+static int decide_layers(struct sup *s)
 {
+    struct worker_layers *l = &s->layers;
     const struct passwd *pw;
     const struct group *gr;
     uid_t uid;
@@ -193,13 +189,13 @@ static int decide_layers(const struct sup *s)
     int ns = 0, err;
     char names[64] = "";
 
-    if (layers.decided)
+    if (l->decided)
         return 0;
     if (geteuid() != 0) {
         log_notice("containment: not root, so workers keep uid %u: no uid drop, chroot or "
                    "namespaces; active: one fresh process per execution, fds closed, rlimits, "
                    "no_new_privs, non-dumpable, seccomp allowlist", (unsigned)geteuid());
-        layers.decided = 1;
+        l->decided = 1;
         return 0;
     }
     if (!s->cfg.worker_user || !*s->cfg.worker_user) {
@@ -227,16 +223,16 @@ static int decide_layers(const struct sup *s)
         return -1;
     }
     if (s->cfg.worker_chroot && *s->cfg.worker_chroot &&
-        prepare_chroot(s->cfg.worker_chroot, layers.chroot, sizeof layers.chroot) < 0)
+        prepare_chroot(s->cfg.worker_chroot, l->chroot, sizeof l->chroot) < 0)
         return -1;
-    if ((err = probe_drop(uid, gid, layers.chroot[0] ? layers.chroot : NULL, 0)) != 0) {
+    if ((err = probe_drop(uid, gid, l->chroot[0] ? l->chroot : NULL, 0)) != 0) {
         log_err("workers cannot drop to uid %u gid %u%s%s: %s; refusing to start",
-                (unsigned)uid, (unsigned)gid, layers.chroot[0] ? " in chroot " : "",
-                layers.chroot, probe_error(err));
+                (unsigned)uid, (unsigned)gid, l->chroot[0] ? " in chroot " : "",
+                l->chroot, probe_error(err));
         return -1;
     }
     for (size_t i = 0; i < sizeof ns_names / sizeof ns_names[0]; i++) {
-        err = probe_drop(uid, gid, layers.chroot[0] ? layers.chroot : NULL, ns_names[i].flag);
+        err = probe_drop(uid, gid, l->chroot[0] ? l->chroot : NULL, ns_names[i].flag);
         if (err == 0) {
             ns |= ns_names[i].flag;
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
@@ -246,24 +242,24 @@ static int decide_layers(const struct sup *s)
                      "the daemon's", ns_names[i].name, probe_error(err));
         }
     }
-    if (ns && (err = probe_drop(uid, gid, layers.chroot[0] ? layers.chroot : NULL, ns)) != 0) {
+    if (ns && (err = probe_drop(uid, gid, l->chroot[0] ? l->chroot : NULL, ns)) != 0) {
         log_warn("containment: namespaces %s together fail (%s); workers get none",
                  names, probe_error(err));
         ns = 0;
         names[0] = '\0';
     }
-    snprintf(layers.uid, sizeof layers.uid, "%u", (unsigned)uid);
-    snprintf(layers.gid, sizeof layers.gid, "%u", (unsigned)gid);
-    snprintf(layers.ns, sizeof layers.ns, "%d", ns);
-    if (!layers.chroot[0])
+    snprintf(l->uid, sizeof l->uid, "%u", (unsigned)uid);
+    snprintf(l->gid, sizeof l->gid, "%u", (unsigned)gid);
+    snprintf(l->ns, sizeof l->ns, "%d", ns);
+    if (!l->chroot[0])
         log_warn("containment: [worker] chroot is empty: workers see the daemon's file system "
                  "(seccomp still forbids every file call)");
     log_notice("containment: workers run as uid %u (%s) gid %u, chroot %s, namespaces %s; "
                "also one fresh process per execution, fds closed, rlimits, no_new_privs, "
                "non-dumpable, seccomp allowlist",
                (unsigned)uid, s->cfg.worker_user, (unsigned)gid,
-               layers.chroot[0] ? layers.chroot : "none", names[0] ? names : "none");
-    layers.decided = 1;
+               l->chroot[0] ? l->chroot : "none", names[0] ? names : "none");
+    l->decided = 1;
     return 0;
 }
 
@@ -321,7 +317,7 @@ int zygote_start(struct sup *s)
     if (pid == 0) {
         sigset_t none;
         char *argv[] = { (char *)"sandboxd", (char *)"--zygote", fdbuf, ppid,
-                         layers.uid, layers.gid, layers.chroot, layers.ns, NULL };
+                         s->layers.uid, s->layers.gid, s->layers.chroot, s->layers.ns, NULL };
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);   /* libev blocks what it watches */
         /* Performance (issue 6): resolve every shared-library symbol once,
