@@ -58,7 +58,7 @@ struct conn *conn_new(struct sup *s, int fd)
 static void conn_free(struct conn *c)
 {
     ndjson_free(&c->rd);
-    free(c->out);
+    outq_free(&c->out);
     free(c);
 }
 
@@ -112,21 +112,16 @@ void conn_fail(struct conn *c)
 /* Write as much as the socket takes now. */
 static void conn_flush(struct conn *c)
 {
-    while (c->out_pos < c->out_len) {
-        ssize_t n = write(c->fd, c->out + c->out_pos, c->out_len - c->out_pos);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN) {
-            ev_io_start(c->sup->loop, &c->wio);
-            return;
-        }
-        if (n <= 0) {
-            conn_fail(c);
-            return;
-        }
-        c->out_pos += (size_t)n;
+    switch (outq_flush(&c->out, c->fd)) {
+    case OUTQ_AGAIN:
+        ev_io_start(c->sup->loop, &c->wio);
+        return;
+    case OUTQ_ERROR:
+        conn_fail(c);
+        return;
+    case OUTQ_DONE:
+        break;
     }
-    c->out_len = c->out_pos = 0;
     ev_io_stop(c->sup->loop, &c->wio);
     conn_maybe_finish(c);
 }
@@ -141,7 +136,7 @@ static void linger_cb(struct ev_loop *loop, ev_timer *t, int revents)
  * started has been answered and the answers have left. */
 void conn_maybe_finish(struct conn *c)
 {
-    if (!c->closing || c->out_pos != c->out_len || !list_empty(&c->execs) ||
+    if (!c->closing || !outq_empty(&c->out) || !list_empty(&c->execs) ||
         list_linked(&c->doomed_node))
         return;
     if (c->eof) {
@@ -207,39 +202,22 @@ static void conn_write_cb(struct ev_loop *loop, ev_io *io, int revents)
 
 int conn_send(struct conn *c, const json_t *msg)
 {
-    size_t len, need;
+    size_t len;
     char *line;
+    int rc;
 
     if (c->fd < 0 || list_linked(&c->doomed_node))
         return -1;
     if (!(line = rpc_dump_line(msg, &len)))
         return 0;               /* cannot serialise: drop it, keep the connection */
-    if (c->out_pos > 0 && c->out_pos == c->out_len)
-        c->out_len = c->out_pos = 0;
-    need = c->out_len + len;
-    if (need - c->out_pos > CONN_MAX_BACKLOG) {
+    rc = outq_append(&c->out, line, len, CONN_MAX_BACKLOG);
+    free(line);
+    if (rc < 0) {
         log_warn("conn=%llu: peer does not read its answers; disconnecting",
                  (unsigned long long)c->id);
-        free(line);
         conn_fail(c);
         return -1;
     }
-    if (need > c->out_cap) {
-        size_t cap = c->out_cap ? c->out_cap : 4096;
-        char *p;
-        while (cap < need)
-            cap *= 2;
-        if (!(p = realloc(c->out, cap))) {
-            free(line);
-            conn_fail(c);
-            return -1;
-        }
-        c->out = p;
-        c->out_cap = cap;
-    }
-    memcpy(c->out + c->out_len, line, len);
-    c->out_len += len;
-    free(line);
     if (!ev_is_active(&c->wio))
         conn_flush(c);
     return list_linked(&c->doomed_node) ? -1 : 0;

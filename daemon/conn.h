@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "daemon/list.h"
+#include "daemon/outq.h"
 #include "proto/ndjson.h"
 
 struct sup;
@@ -38,8 +39,7 @@ struct conn {
     ev_io  rio, wio;
     ev_timer hup;               /* half-closed: watch for a full close */
     struct ndjson_reader rd;
-    char  *out;                 /* owned write queue: out[out_pos..out_len) */
-    size_t out_len, out_pos, out_cap;
+    struct outq out;            /* answers not yet written */
     struct list_head execs;     /* every live struct exec it started */
     struct list_head queue;     /* its QUEUED executions, FIFO */
     uint64_t tool_seq;          /* for daemon-chosen tool/call ids */

@@ -181,7 +181,7 @@ static void flush_connections(struct sup *s)
         ev_run(s->loop, EVRUN_NOWAIT);
         list_for_each_safe(cp, ct, &s->conns) {
             struct conn *c = list_entry(cp, struct conn, node);
-            if (c->out_pos < c->out_len)
+            if (!outq_empty(&c->out))
                 waiting = 1;
         }
         if (!waiting)

@@ -75,24 +75,12 @@ void wproc_apply_limits(struct wproc *w, const struct limits *lim)
 
 static void wproc_flush(struct wproc *w)
 {
-    while (w->out_pos < w->out_len) {
-        ssize_t n = write(w->fd, w->out + w->out_pos, w->out_len - w->out_pos);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EAGAIN) {
-            ev_io_start(w->sup->loop, &w->wio);
-            return;
-        }
-        if (n <= 0) {           /* the worker is gone; the reap will tell */
-            w->out_pos = w->out_len;
-            break;
-        }
-        w->out_pos += (size_t)n;
+    if (outq_flush(&w->out, w->fd) == OUTQ_AGAIN) {
+        ev_io_start(w->sup->loop, &w->wio);
+        return;
     }
+    /* done, or the worker is gone (its reap will tell) */
     ev_io_stop(w->sup->loop, &w->wio);
-    free(w->out);
-    w->out = NULL;
-    w->out_len = w->out_pos = 0;
 }
 
 static void wproc_write_cb(struct ev_loop *loop, ev_io *io, int revents)
@@ -104,8 +92,9 @@ static void wproc_write_cb(struct ev_loop *loop, ev_io *io, int revents)
 int wproc_send_json(struct wproc *w, uint32_t type, const json_t *payload)
 {
     char *text;
-    unsigned char *frame, *p;
+    unsigned char *frame;
     size_t flen;
+    int rc;
 
     if (w->fd < 0 || w->killed)
         return -1;
@@ -115,20 +104,11 @@ int wproc_send_json(struct wproc *w, uint32_t type, const json_t *payload)
     free(text);
     if (!frame)
         return -1;
-    if (!w->out) {
-        w->out = frame;
-        w->out_len = flen;
-        w->out_pos = 0;
-    } else {
-        if (!(p = realloc(w->out, w->out_len + flen))) {
-            free(frame);
-            return -1;
-        }
-        memcpy(p + w->out_len, frame, flen);
-        w->out = p;
-        w->out_len += flen;
-        free(frame);
-    }
+    /* a worker holds at most one job and one tool answer at a time */
+    rc = outq_append(&w->out, frame, flen, SIZE_MAX / 2);
+    free(frame);
+    if (rc < 0)
+        return -1;
     wproc_flush(w);
     return 0;
 }
@@ -289,6 +269,6 @@ void wproc_exited(struct wproc *w, int status, uint64_t cpu_us)
         exec_event(e, XE_EXIT, &d);
     }
     chan_reader_free(&w->rd);
-    free(w->out);
+    outq_free(&w->out);
     free(w);
 }

@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include "daemon/list.h"
+#include "daemon/outq.h"
 #include "policy/config.h"
 #include "proto/chan.h"
 
@@ -36,8 +37,7 @@ struct wproc {
     int    fd;                  /* channel, non-blocking; -1 once closed */
     ev_io  rio, wio;
     struct chan_reader rd;
-    unsigned char *out;         /* owned pending bytes to the worker */
-    size_t out_len, out_pos;
+    struct outq out;            /* frames not yet written to the worker */
     struct exec *exec;          /* NULL while pooled or after its execution ended */
     int    killed;
     /* containment: the first CHAN_SYSCALL report (a hint), if any */
