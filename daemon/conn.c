@@ -337,5 +337,7 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents)
             else
                 conn_handle_line(c, line, len);
         }
+        if ((size_t)n < sizeof buf)
+            break;              /* drained; the watcher fires again for more */
     }
 }

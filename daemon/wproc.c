@@ -226,6 +226,11 @@ static int wproc_drain(struct wproc *w)
             if (w->killed)
                 return 1;
         }
+        /* A short read took everything the socket held; the (level-
+         * triggered) watcher fires again for more.  Saves a read per event
+         * that would only say EAGAIN. */
+        if ((size_t)n < sizeof buf)
+            return 0;
     }
 }
 
