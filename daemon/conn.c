@@ -46,6 +46,7 @@ struct conn *conn_new(struct sup *s, int fd)
     list_init(&c->rr_node);
     list_init(&c->doomed_node);
     list_add_tail(&s->conns, &c->node);
+    s->n_conns++;
     ev_io_init(&c->rio, conn_read_cb, fd, EV_READ);
     c->rio.data = c;
     ev_io_init(&c->wio, conn_write_cb, fd, EV_WRITE);
@@ -74,6 +75,7 @@ void conn_close(struct conn *c)
     close(c->fd);
     c->fd = -1;
     list_del(&c->node);
+    c->sup->n_conns--;
     list_del(&c->rr_node);
     list_del(&c->doomed_node);
     conn_free(c);

@@ -279,14 +279,6 @@ static void m_binding_names(struct conn *c, const struct rpc_msg *m)
     json_decref(reply);
 }
 
-static json_int_t count(const struct list_head *h)
-{
-    json_int_t n = 0;
-    for (const struct list_head *p = h->next; p != h; p = p->next)
-        n++;
-    return n;
-}
-
 /* Private memory (Private_Clean + Private_Dirty of smaps_rollup) of the
  * idle pooled workers, in bytes: what the warm pool costs (issue 6).  null
  * when none could be read (not root and the workers are non-dumpable). */
@@ -319,7 +311,7 @@ static json_t *idle_private_bytes(const struct sup *s)
 
 static json_t *describe_new(const struct sup *s)
 {
-    return json_pack("{s:s,s:s,s:i,s:[ssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o}}",
+    return json_pack("{s:s,s:s,s:i,s:[ssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o}}",
                      "name", "sandboxd", "version", SANDBOXD_VERSION,
                      "protocol_version", SANDBOXD_PROTOCOL,
                      "methods", "execute", "check", "binding_names", "prompt_info", "ping", "describe",
@@ -328,12 +320,13 @@ static json_t *describe_new(const struct sup *s)
                      "daemon",
                      "max_workers", (json_int_t)s->cfg.max_workers,
                      "max_queue", (json_int_t)s->cfg.max_queue,
+                     "max_connections", (json_int_t)s->cfg.max_connections,
                      "pool_size", (json_int_t)s->cfg.pool_size,
                      "max_message_bytes", (json_int_t)s->cfg.max_message_bytes,
                      "max_code_bytes", (json_int_t)s->cfg.max_code_bytes,
                      "state",
                      "workers", (json_int_t)s->procs, "idle_workers", (json_int_t)s->n_idle,
-                     "queued", (json_int_t)s->queued, "connections", count(&s->conns),
+                     "queued", (json_int_t)s->queued, "connections", (json_int_t)s->n_conns,
                      "workers_started", (json_int_t)s->workers_started,
                      "idle_worker_private_bytes", idle_private_bytes(s));
 }

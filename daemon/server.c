@@ -19,6 +19,7 @@
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/sup.h"
+#include "proto/jsonrpc.h"
 
 #define SD_LISTEN_FDS_START 3
 
@@ -35,6 +36,27 @@ static int peer_allowed(const struct sup *s, uid_t uid, gid_t gid)
         if (s->cfg.allow_gids[i] == gid)
             return 1;
     return 0;
+}
+
+/* Over max_connections: one `busy` error, written directly (the socket
+ * buffer of a new connection always takes it), then close.  No connection
+ * state is kept for it, so a flood of connections costs nothing but fds
+ * that are closed at once. */
+static void refuse_busy(struct sup *s, int fd)
+{
+    json_t *err = rpc_error_new(NULL, "busy", "too many connections",
+                                json_pack("{s:I,s:s,s:b}", "max_connections",
+                                          (json_int_t)s->cfg.max_connections,
+                                          "output", "", "output_truncated", 0));
+    size_t len;
+    char *line = err ? rpc_dump_line(err, &len) : NULL;
+
+    if (line && write(fd, line, len) < 0)
+        log_debug("refusing a connection: %s", strerror(errno));
+    free(line);
+    json_decref(err);
+    close(fd);
+    log_warn("refused a connection: %u connections are open (max_connections)", s->n_conns);
 }
 
 static void accept_pause_cb(struct ev_loop *loop, ev_timer *t, int revents)
@@ -68,6 +90,10 @@ static void accept_cb(struct ev_loop *loop, ev_io *io, int revents)
                 ev_timer_start(loop, &s->accept_pause);
             }
             return;
+        }
+        if (s->n_conns >= s->cfg.max_connections) {
+            refuse_busy(s, fd);
+            continue;
         }
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
             log_warn("SO_PEERCRED: %s", strerror(errno));

@@ -67,6 +67,7 @@ struct sup {
     struct list_head doomed;      /* struct conn closing at the next iteration */
     ev_prepare doomed_prep;
     uint64_t next_conn_id;
+    unsigned n_conns;             /* open client connections */
 
     uint64_t next_exec_seq;
     uint64_t workers_started;     /* workers handed over by the zygote (describe) */

@@ -81,6 +81,7 @@ static const struct key_spec daemon_keys[] = {
     {"allow_gids", K_GIDS, 0, 0},
     {"max_workers", K_UINT, CFG(max_workers), 1},
     {"max_queue", K_UINT, CFG(max_queue), 0},
+    {"max_connections", K_UINT, CFG(max_connections), 1},
     {"pool_size", K_UINT, CFG(pool_size), 0},
     {"max_message_bytes", K_SIZE, CFG(max_message_bytes), 1},
     {"max_code_bytes", K_SIZE, CFG(max_code_bytes), 1},
@@ -188,6 +189,7 @@ static int defaults_into(struct config *c)
     c->socket_mode = 0660;
     c->max_workers = 16;
     c->max_queue = 256;
+    c->max_connections = 1024;
     c->pool_size = 4;
     c->max_message_bytes = (size_t)16 << 20;
     c->max_code_bytes = 65536;

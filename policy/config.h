@@ -70,6 +70,7 @@ struct config {
     size_t   n_allow_gids;
     unsigned max_workers;       /* default 16 */
     unsigned max_queue;         /* default 256 */
+    unsigned max_connections;   /* open client connections at once; default 1024 */
     unsigned pool_size;         /* warm workers kept ready; default 4, <= max_workers */
     size_t   max_message_bytes; /* default 16 MiB */
     size_t   max_code_bytes;    /* default 65536 */

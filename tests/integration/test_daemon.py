@@ -302,3 +302,40 @@ def test_client_not_reading_does_not_block_others(daemon):
         slow.close()
     daemon.assert_alive()
     daemon.assert_no_leftovers(timeout=10 * SCALE)
+
+
+def test_max_connections(daemon_factory):
+    """One connection over max_connections gets one `busy` error (id null)
+    and EOF; the open ones are untouched, and a slot freed is usable again."""
+    d = daemon_factory(daemon={"max_connections": 2})
+    a = d.client()
+    deadline = time.monotonic() + 3 * SCALE
+    while a.call("describe", {}).result["state"]["connections"] != 1:
+        assert time.monotonic() < deadline, "the fixture's own connections never closed"
+        time.sleep(0.02)
+    b = d.client()
+    b.ping()
+    c = d.client()
+    r = c.next_response()
+    assert r.code == -32009 and r.kind == "busy", r
+    assert r.data["max_connections"] == 2, r
+    with pytest.raises(sbx.ConnectionClosed):
+        c.next_response(timeout=3 * SCALE)
+    assert "refused a connection" in d.stderr
+    a.ping()
+    assert a.call("describe", {}).result["state"]["connections"] == 2
+    b.close()
+    deadline = time.monotonic() + 3 * SCALE
+    while True:                 # the daemon notices b's close on its next turn
+        e = d.client()
+        try:
+            e.ping()
+            break
+        except (sbx.ConnectionClosed, AssertionError):
+            e.close()
+            assert time.monotonic() < deadline, "a freed connection slot was not reusable"
+            time.sleep(0.05)
+    assert e.value("return 1") == 1
+    a.close()
+    e.close()
+    c.close()

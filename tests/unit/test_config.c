@@ -129,6 +129,7 @@ static void assert_config_equal(const struct config *a, const struct config *b)
         assert_int_equal(a->allow_gids[i], b->allow_gids[i]);
     assert_int_equal(a->max_workers, b->max_workers);
     assert_int_equal(a->max_queue, b->max_queue);
+    assert_int_equal(a->max_connections, b->max_connections);
     assert_int_equal(a->pool_size, b->pool_size);
     assert_int_equal(a->max_message_bytes, b->max_message_bytes);
     assert_int_equal(a->max_code_bytes, b->max_code_bytes);
@@ -157,6 +158,7 @@ static void test_builtin_defaults(void **state)
     assert_int_equal(c.n_allow_gids, 0);
     assert_int_equal(c.max_workers, 16);
     assert_int_equal(c.max_queue, 256);
+    assert_int_equal(c.max_connections, 1024);
     assert_int_equal(c.pool_size, 4);
     assert_int_equal(c.max_message_bytes, 16777216);
     assert_int_equal(c.max_code_bytes, 65536);
@@ -214,6 +216,7 @@ static const char all_keys[] =
     "allow_gids = root 7\n"
     "max_workers = 8\n"
     "max_queue = 0\n"
+    "max_connections = 3\n"
     "pool_size = 8\n"
     "max_message_bytes = 2K\n"
     "max_code_bytes = 100\n"
@@ -260,6 +263,7 @@ static void test_every_key(void **state)
     assert_int_equal(c.allow_gids[1], 7);
     assert_int_equal(c.max_workers, 8);
     assert_int_equal(c.max_queue, 0);
+    assert_int_equal(c.max_connections, 3);
     assert_int_equal(c.pool_size, 8);
     assert_int_equal(c.max_message_bytes, 2048);
     assert_int_equal(c.max_code_bytes, 100);
@@ -460,6 +464,7 @@ static void test_number_errors(void **state)
     expect_one_error("[daemon]\nmax_workers =\n", 2, "bad value for max_workers: '' (empty");
     expect_one_error("[daemon]\nmax_workers = 0\n", 2, "at least 1");
     expect_one_error("[daemon]\nmax_queue = -1\n", 2, "bad value for max_queue: '-1'");
+    expect_one_error("[daemon]\nmax_connections = 0\n", 2, "max_connections");
     expect_one_error("[daemon]\nmax_queue = +1\n", 2, "bad value for max_queue: '+1'");
     expect_one_error("[daemon]\nmax_queue = 1.5\n", 2, "bad value for max_queue");
     expect_one_error("[daemon]\nmax_queue = 4K\n", 2, "bad value for max_queue: '4K'");
