@@ -51,12 +51,14 @@ static void refuse_busy(struct sup *s, int fd)
     size_t len;
     char *line = err ? rpc_dump_line(err, &len) : NULL;
 
+    /* Logged before the peer can see its EOF, so whoever watches both
+     * (an operator, a test) finds the line once the connection is gone. */
+    log_warn("refused a connection: %u connections are open (max_connections)", s->n_conns);
     if (line && write(fd, line, len) < 0)
         log_debug("refusing a connection: %s", strerror(errno));
     free(line);
     json_decref(err);
     close(fd);
-    log_warn("refused a connection: %u connections are open (max_connections)", s->n_conns);
 }
 
 static void accept_pause_cb(struct ev_loop *loop, ev_timer *t, int revents)

@@ -175,6 +175,21 @@ class Daemon:
         except FileNotFoundError:
             return ""
 
+    def wait_log(self, pattern, timeout=5.0 * SCALE):
+        """Wait until a line matching `pattern` appears on stderr; return the match.
+        A log line and a client-visible effect are not ordered for the test's
+        reader (the log file is read separately), so assertions on the log wait."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while True:
+            m = rx.search(self.stderr)
+            if m:
+                return m
+            if time.monotonic() > deadline:
+                raise AssertionError("no log line /%s/ within %.0fs; stderr:\n%s"
+                                     % (pattern, timeout, self.stderr[-3000:]))
+            time.sleep(0.02)
+
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 

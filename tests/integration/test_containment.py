@@ -261,7 +261,7 @@ def test_forbidden_syscall_reported(daemon, nr, name):
     assert r.data["syscall"] == nr and r.data["syscall_name"] == name, r
     assert name in r.message, r
     assert r.data.get("output") == "pre\n", r
-    assert re.search(r"forbidden system call %d \(%s\)" % (nr, name), daemon.stderr)
+    daemon.wait_log(r"forbidden system call %d \(%s\)" % (nr, name))
     daemon.assert_no_leftovers()
     c.close()
     daemon.assert_alive()

@@ -51,9 +51,7 @@ def wait_until(pred, timeout, what):
 
 
 def wait_log(d, pattern, timeout=5):
-    rx = re.compile(pattern)
-    return wait_until(lambda: rx.search(d.stderr), timeout,
-                      "log line /%s/; stderr:\n%s" % (pattern, d.stderr[-3000:]))
+    return d.wait_log(pattern, timeout)
 
 
 def describe(c):

@@ -82,7 +82,7 @@ def test_bad_frame_kills_only_that_worker(daemon, ftype, flen, why):
     assert why in r.data["reason"], r
     assert r.data.get("output") == "pre\n", r          # what it printed before is kept
     assert "stats" in r.data, r
-    assert re.search(r"protocol violation: [^\n]*%s" % re.escape(why), daemon.stderr)
+    daemon.wait_log(r"protocol violation: [^\n]*%s" % re.escape(why))
 
     # the other execution, its worker and its connection are untouched
     bystander.reply(bcall, "fine")
