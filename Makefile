@@ -49,7 +49,18 @@ build/.deps: scripts/install-deps
 	@scripts/install-deps
 	@mkdir -p build && touch $@
 
-$(O)/obj/%.o: %.c | build/.deps
+# The flags each output directory was built with.  When they change (make
+# O=build/asan without SANITIZE=1, say), everything in $(O) is rebuilt rather
+# than linked from objects compiled with other flags.  EXTRA_CPPFLAGS is left
+# out on purpose: the mutation check seeds a mutant's tree with the baseline
+# objects and rebuilds only the files its -DMUTATE_* flag touches.
+FLAGS_STAMP := $(O)/.flags
+FLAGS_NOW   := $(CC) $(filter-out $(EXTRA_CPPFLAGS),$(CPPFLAGS)) $(ALL_CFLAGS) | $(LDFLAGS) | $(LDLIBS)
+ifneq ($(FLAGS_NOW),$(shell cat $(FLAGS_STAMP) 2>/dev/null))
+$(shell mkdir -p $(O) && printf '%s\n' '$(FLAGS_NOW)' > $(FLAGS_STAMP))
+endif
+
+$(O)/obj/%.o: %.c $(FLAGS_STAMP) | build/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 

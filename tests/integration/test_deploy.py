@@ -528,7 +528,8 @@ def make_install(dest, **env):
     e = dict(os.environ)
     e.update(env)
     return subprocess.run(["make", "--no-print-directory", "-C", REPO, "install",
-                           "O=" + build_dir(), "DESTDIR=" + dest, "PREFIX=/usr"],
+                           "O=" + build_dir(), "SANITIZE=" + os.environ.get("SANDBOXD_SANITIZE", "0"),
+                           "DESTDIR=" + dest, "PREFIX=/usr"],
                           capture_output=True, text=True, env=e, timeout=300)
 
 
