@@ -473,7 +473,7 @@ static int on_eof(struct ctl_session *s)
     if (pending > 0) {
         /* ndjson.h has no accessor for the unfinished line; buf + pos is
          * where its documented fields say the unconsumed bytes start. */
-        ctl_excerpt(shown, sizeof shown, s->rd.buf + s->rd.pos, pending);
+        ctl_excerpt(shown, sizeof shown, inbuf_data(&s->rd.in), pending);
         ctl_err("protocol error: the daemon closed the connection in the middle of a "
                 "message (%zu bytes: '%s')", pending, shown);
     } else {

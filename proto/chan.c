@@ -17,7 +17,6 @@
 
 _Static_assert(sizeof(struct chan_header) == CHAN_HEADER_SIZE, "header layout");
 
-#define MIN_CAP     256
 #define SMALL_FRAME 4096    /* chan_send: up to this, header and payload go
                              * out in one write(2) from a stack buffer */
 
@@ -34,9 +33,7 @@ void chan_reader_init(struct chan_reader *rd, size_t max_payload, int from_worke
 
 void chan_reader_free(struct chan_reader *rd)
 {
-    free(rd->buf);
-    rd->buf = NULL;
-    rd->len = rd->cap = rd->pos = 0;
+    inbuf_free(&rd->in);
 }
 
 /* Types each direction may carry; everything else, unknown types included,
@@ -63,49 +60,20 @@ static int header_ok(const struct chan_reader *rd, const struct chan_header *h)
 /* The header of the frame at pos, if all of it is held. */
 static int head(const struct chan_reader *rd, struct chan_header *h)
 {
-    if (rd->len - rd->pos < CHAN_HEADER_SIZE)
+    if (inbuf_held(&rd->in) < CHAN_HEADER_SIZE)
         return 0;
-    memcpy(h, rd->buf + rd->pos, sizeof *h);
+    memcpy(h, inbuf_data(&rd->in), sizeof *h);
     return 1;
 }
 
-/* Make room for n more bytes; see ndjson.c reserve() for the policy:
- * compaction when the consumed prefix pays for the move, growth by
- * doubling.  Only chan_reader_feed() calls it (it may move payloads). */
-static int reserve(struct chan_reader *rd, size_t n)
-{
-    size_t held = rd->len - rd->pos, ncap;
-    unsigned char *nbuf;
-
-    if (rd->pos > 0 && (rd->pos >= held || rd->cap - rd->len < n)) {
-        memmove(rd->buf, rd->buf + rd->pos, held);
-        rd->len = held;
-        rd->pos = 0;
-    }
-    if (rd->cap - rd->len >= n)
-        return 0;
-    if (n > SIZE_MAX / 2 - rd->len)
-        return -1;
-    ncap = rd->cap ? rd->cap : MIN_CAP;
-    while (ncap < rd->len + n)
-        ncap *= 2;
-    nbuf = realloc(rd->buf, ncap);
-    if (nbuf == NULL)
-        return -1;
-    rd->buf = nbuf;
-    rd->cap = ncap;
-    return 0;
-}
-
+/* The buffer need not grow past one whole frame of the largest kind this
+ * reader accepts (see inbuf.h); it may move payloads. */
 static int append(struct chan_reader *rd, const void *data, size_t n)
 {
-    if (n == 0)
-        return 0;
-    if (reserve(rd, n) < 0)
-        return -1;
-    memcpy(rd->buf + rd->len, data, n);
-    rd->len += n;
-    return 0;
+    size_t most = rd->max_payload > CHAN_OUTPUT_MAX ? rd->max_payload : CHAN_OUTPUT_MAX;
+
+    most = most > SIZE_MAX - CHAN_HEADER_SIZE ? SIZE_MAX : most + CHAN_HEADER_SIZE;
+    return inbuf_append(&rd->in, data, n, most);
 }
 
 /*
@@ -117,7 +85,7 @@ static int append(struct chan_reader *rd, const void *data, size_t n)
 int chan_reader_feed(struct chan_reader *rd, const void *data, size_t n)
 {
     const unsigned char *p = data;
-    size_t held = rd->len - rd->pos;
+    size_t held = inbuf_held(&rd->in);
     struct chan_header h;
 
     if (rd->bad)
@@ -153,14 +121,12 @@ enum chan_status chan_reader_next(struct chan_reader *rd, uint32_t *type,
         rd->bad = 1;
         return CHAN_BAD;
     }
-    if (rd->len - rd->pos - CHAN_HEADER_SIZE < h.len)
+    if (inbuf_held(&rd->in) - CHAN_HEADER_SIZE < h.len)
         return CHAN_AGAIN;
     *type = h.type;
-    *payload = rd->buf + rd->pos + CHAN_HEADER_SIZE;
+    *payload = (const unsigned char *)inbuf_data(&rd->in) + CHAN_HEADER_SIZE;
     *len = h.len;
-    rd->pos += CHAN_HEADER_SIZE + h.len;
-    if (rd->pos == rd->len)
-        rd->pos = rd->len = 0;      /* nothing held: reset without moving */
+    inbuf_consume(&rd->in, CHAN_HEADER_SIZE + h.len);  /* never moves */
     return CHAN_FRAME;
 }
 

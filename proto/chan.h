@@ -30,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/inbuf.h"
+
 enum chan_type {
     CHAN_JOB = 1,
     CHAN_TOOL_RESULT = 2,
@@ -66,8 +68,7 @@ enum chan_status {
 
 /* Incremental reader for the supervisor side. */
 struct chan_reader {
-    unsigned char *buf;     /* owned */
-    size_t len, cap, pos;
+    struct inbuf in;        /* owned; the held bytes */
     size_t max_payload;     /* bound for any frame except CHAN_OUTPUT */
     int    from_worker;     /* 1: accept worker->supervisor types only */
     int    bad;

@@ -1,10 +1,10 @@
 /*
  * ndjson.c - incremental newline-delimited framing with a hard bound.
  *
- * Layout of the buffer: [0, pos) consumed, [pos, len) held.  The held bytes
- * are zero or more complete lines (each ending in '\n') followed by the
- * unfinished line, whose length is `tail`.  [pos, pos + scan) is known to
- * hold no '\n', so ndjson_next() never searches a byte twice.
+ * Layout of the buffer (a proto/inbuf): the held bytes are zero or more
+ * complete lines (each ending in '\n') followed by the unfinished line, whose
+ * length is `tail`.  The first `scan` held bytes are known to hold no '\n',
+ * so ndjson_next() never searches a byte twice.
  *
  * Bounding: ndjson_feed() stores at most max_line + 1 bytes of the unfinished
  * line (a line of max_line bytes plus its '\r').  When a line outgrows that,
@@ -27,7 +27,6 @@ enum {
     DROPPING,       /* reported and removed; feed drops through the '\n' */
 };
 
-#define MIN_CAP    256
 #define STUB_BYTE  '#'  /* replaces a final '\r' of a stub; never delivered */
 
 void ndjson_init(struct ndjson_reader *rd, size_t max_line)
@@ -38,76 +37,28 @@ void ndjson_init(struct ndjson_reader *rd, size_t max_line)
 
 void ndjson_free(struct ndjson_reader *rd)
 {
-    free(rd->buf);
+    inbuf_free(&rd->in);
     ndjson_init(rd, rd->max_line);
 }
 
 size_t ndjson_pending(const struct ndjson_reader *rd)
 {
-    return rd->len - rd->pos;
+    return inbuf_held(&rd->in);
 }
 
-/* Move the held bytes to the front.  Called only from ndjson_feed(), which
- * is allowed to invalidate line pointers. */
-static void compact(struct ndjson_reader *rd)
-{
-    if (rd->pos == 0)
-        return;
-    memmove(rd->buf, rd->buf + rd->pos, rd->len - rd->pos);
-    rd->len -= rd->pos;
-    rd->pos = 0;
-}
-
-/* Make room for n more bytes.  Compacts first when the consumed prefix is at
- * least as large as what would move (so moving is paid for by consumption),
- * and grows by doubling, but not past max_line + 2 while that suffices, so a
- * single long line never costs more than its bound. */
-static int reserve(struct ndjson_reader *rd, size_t n)
-{
-    size_t need, ncap, bound;
-    char *nbuf;
-
-    if (rd->pos > 0 && rd->pos >= rd->len - rd->pos)
-        compact(rd);
-    if (rd->cap - rd->len >= n)
-        return 0;
-    compact(rd);
-    need = rd->len + n;
-    if (need <= rd->cap)
-        return 0;
-    bound = rd->max_line + 2;
-    ncap = rd->cap ? rd->cap : MIN_CAP;
-    while (ncap < need && ncap <= SIZE_MAX / 2)
-        ncap *= 2;
-    if (ncap < need)
-        ncap = need;
-    if (ncap > bound && need <= bound)
-        ncap = bound;
-    nbuf = realloc(rd->buf, ncap);
-    if (nbuf == NULL)
-        return -1;
-    rd->buf = nbuf;
-    rd->cap = ncap;
-    return 0;
-}
-
+/* Every owner of a reader drains it after each feed, so the buffer need
+ * never grow past one maximal line plus its "\r\n" (see inbuf.h). */
 static int append(struct ndjson_reader *rd, const char *data, size_t n)
 {
-    if (n == 0)
-        return 0;
-    if (reserve(rd, n) < 0)
-        return -1;
-    memcpy(rd->buf + rd->len, data, n);
-    rd->len += n;
-    return 0;
+    return inbuf_append(&rd->in, data, n, rd->max_line + 2);
 }
 
 /* The unfinished line has reached max_line + 1 bytes and is known to be too
  * long: make sure it cannot be mistaken for max_line bytes plus '\r'. */
 static void hold_stub(struct ndjson_reader *rd)
 {
-    if (rd->buf[rd->len - 1] == '\r')
-        rd->buf[rd->len - 1] = STUB_BYTE;
+    if (rd->in.buf[rd->in.len - 1] == '\r')
+        rd->in.buf[rd->in.len - 1] = STUB_BYTE;
     rd->discarding = STUB_HELD;
 }
 
@@ -144,7 +95,7 @@ int ndjson_feed(struct ndjson_reader *rd, const char *data, size_t n)
             if (append(rd, data, seg) < 0)
                 return -1;
             rd->tail = nl ? 0 : rd->tail + seg;
-            if (rd->tail == limit && rd->buf[rd->len - 1] != '\r')
+            if (rd->tail == limit && rd->in.buf[rd->in.len - 1] != '\r')
                 hold_stub(rd);
         } else {
             /* Too long: keep room bytes as the stub; the '\n', if any, is
@@ -177,7 +128,7 @@ static enum ndjson_status no_line(struct ndjson_reader *rd)
 {
     if (rd->discarding != STUB_HELD)
         return NDJSON_AGAIN;
-    rd->pos = rd->len = 0;
+    inbuf_consume(&rd->in, inbuf_held(&rd->in));
     rd->scan = 0;
     rd->tail = 0;
     rd->discarding = DROPPING;
@@ -189,22 +140,22 @@ enum ndjson_status ndjson_next(struct ndjson_reader *rd, const char **line, size
     *line = NULL;
     *len = 0;
     for (;;) {
-        size_t held = rd->len - rd->pos;
+        size_t held = inbuf_held(&rd->in);
         char *start, *nl;
         size_t n;
 
         if (held == 0) {
-            rd->pos = rd->len = rd->scan = 0;   /* cheap reset */
+            rd->scan = 0;
             return no_line(rd);
         }
-        start = rd->buf + rd->pos;
+        start = inbuf_data(&rd->in);
         nl = memchr(start + rd->scan, '\n', held - rd->scan);
         if (nl == NULL) {
             rd->scan = held;
             return no_line(rd);
         }
         n = (size_t)(nl - start);
-        rd->pos += n + 1;
+        inbuf_consume(&rd->in, n + 1);   /* start stays valid: consume never moves */
         rd->scan = 0;
         if (n > 0 && start[n - 1] == '\r')
             n--;

@@ -35,6 +35,8 @@
 
 #include <stddef.h>
 
+#include "proto/inbuf.h"
+
 enum ndjson_status {
     NDJSON_AGAIN = 0,   /* no complete line buffered; feed more bytes */
     NDJSON_LINE,        /* *line / *len hold one line, without the newline */
@@ -42,10 +44,7 @@ enum ndjson_status {
 };
 
 struct ndjson_reader {
-    char   *buf;        /* owned */
-    size_t  len;        /* bytes held */
-    size_t  cap;        /* allocated */
-    size_t  pos;        /* start of unconsumed data */
+    struct inbuf in;    /* owned; the held bytes */
     size_t  scan;       /* bytes after pos already scanned for '\n' */
     size_t  max_line;
     int     discarding; /* inside an over-long line (values: ndjson.c) */

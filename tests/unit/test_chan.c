@@ -157,10 +157,10 @@ static void expect_poisoned(int from_worker, uint32_t type, uint32_t flen, size_
     assert_int_equal(chan_reader_feed(&rd, hdr, sizeof hdr), 0);
     assert_int_equal(chan_reader_next(&rd, &t, &p, &len), CHAN_BAD);
     assert_true(rd.bad);
-    held = rd.len;
+    held = rd.in.len;
     for (i = 0; i < 3; i++) {
         assert_int_equal(chan_reader_feed(&rd, good, n), 0);
-        assert_int_equal(rd.len, held);     /* dropped, not stored */
+        assert_int_equal(rd.in.len, held);     /* dropped, not stored */
         assert_int_equal(chan_reader_next(&rd, &t, &p, &len), CHAN_BAD);
         assert_null(p);
     }
@@ -230,7 +230,7 @@ static void test_oversized_not_buffered(void **state)
     put_header(s, CHAN_RESULT, 1u << 20);
     chan_reader_init(&rd, 1000, 1);
     assert_int_equal(chan_reader_feed(&rd, s, n), 0);
-    assert_true(rd.cap <= 256);
+    assert_true(rd.in.cap <= 256);
     assert_int_equal(chan_reader_next(&rd, &t, &p, &len), CHAN_BAD);
     chan_reader_free(&rd);
     free(s);
@@ -255,9 +255,9 @@ static void test_good_then_bad(void **state)
     assert_int_equal(chan_reader_next(&rd, &t, &p, &len), CHAN_BAD);
     assert_true(rd.bad);
     /* poisoned: a valid frame fed now is dropped, not delivered */
-    n = rd.len;
+    n = rd.in.len;
     assert_int_equal(chan_reader_feed(&rd, s, CHAN_HEADER_SIZE + 1), 0);
-    assert_int_equal(rd.len, n);
+    assert_int_equal(rd.in.len, n);
     assert_int_equal(chan_reader_next(&rd, &t, &p, &len), CHAN_BAD);
     chan_reader_free(&rd);
     free(s);
@@ -284,7 +284,7 @@ static void test_reader_compaction(void **state)
             assert_memory_equal(p, "0123456789", 10);
             got++;
         }
-        assert_true(rd.cap <= 256);
+        assert_true(rd.in.cap <= 256);
     }
     assert_int_equal(got, 100000);
     chan_reader_free(&rd);

@@ -79,7 +79,7 @@ static char *run(size_t max_line, const char *in, size_t n, size_t chunk, size_t
         drain(&rd, &ev);
         /* after draining: only the unfinished line (bounded) is held */
         assert_true(ndjson_pending(&rd) <= max_line + 1);
-        assert_true(rd.cap <= max_line + 2 + k + 256);
+        assert_true(rd.in.cap <= max_line + 2 + k + 256);
     }
     if (pending)
         *pending = ndjson_pending(&rd);
@@ -237,7 +237,7 @@ static void test_no_newline_memory_bounded(void **state)
         for (off = 0; off < total; off += k) {
             k = total - off < chunks[i] ? total - off : chunks[i];
             assert_int_equal(ndjson_feed(&rd, junk + off, k), 0);
-            assert_true(rd.cap <= max + 2);
+            assert_true(rd.in.cap <= max + 2);
             assert_true(ndjson_pending(&rd) <= max + 1);
         }
         ndjson_free(&rd);
@@ -272,7 +272,7 @@ static void test_line_pointer_content(void **state)
     /* EOF here: the peer left one byte of an unfinished line */
     assert_int_equal(ndjson_pending(&rd), 1);
     ndjson_free(&rd);
-    assert_null(rd.buf);
+    assert_null(rd.in.buf);
     assert_int_equal(rd.max_line, 100);
 }
 
@@ -296,7 +296,7 @@ static void test_compaction(void **state)
             got++;
         }
         assert_int_equal(ndjson_pending(&rd), 3);
-        assert_true(rd.cap <= 256);
+        assert_true(rd.in.cap <= 256);
     }
     assert_int_equal(got, 200000);
     ndjson_free(&rd);
