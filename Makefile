@@ -5,6 +5,7 @@
 #   make test       unit + integration tests, on the normal and the ASan+UBSan build
 #   make asan       the sanitizer build in build/asan/
 #   make bench      the benchmark report (bench/)
+#   make fuzz       libFuzzer on the framing, JSON-RPC, codec and bindings (tests/fuzz/)
 #
 # O is the output directory; SANITIZE=1 builds with ASan+UBSan.  `make test`
 # re-invokes this same Makefile with O=build/asan SANITIZE=1 for the second pass.
@@ -41,7 +42,7 @@ CLIENT_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(CLIENT_SRCS))
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 LIB         := $(O)/libsandboxd.a
 
-.PHONY: all deps run test test-unit test-integration asan bench mutation install clean
+.PHONY: all deps run test test-unit test-integration asan bench mutation fuzz install clean
 all: $(O)/sandboxd $(O)/sandboxctl
 
 deps: build/.deps
@@ -96,6 +97,7 @@ test: deps
 	$(MAKE) O=build test-unit test-integration
 	$(MAKE) O=build/asan SANITIZE=1 test-unit test-integration
 	$(MAKE) -C bench O=$(CURDIR)/build smoke
+	FUZZ_JOBS=2 tests/fuzz/run.sh 10
 	$(MAKE) mutation
 
 asan:
@@ -103,6 +105,12 @@ asan:
 
 bench: all
 	$(MAKE) -C bench O=$(CURDIR)/$(O)
+
+# Coverage-guided fuzzing of the parsers that see hostile bytes (tests/fuzz/):
+# FUZZ_SECONDS per target.  make test runs a 10-second pass of each.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	FUZZ_JOBS=2 tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 # The mutation check: each hardening piece switched off in turn (a test-only
 # -DMUTATE_* build in build/mutate/NAME) must make some test fail.

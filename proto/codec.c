@@ -345,7 +345,8 @@ static int enc_object(struct enc *e, int idx, json_t **out)
             lua_pop(L, 1);
             continue;
         }
-        if (charge(e, klen + 4) < 0 || enc_value(e, top + 2, &v) < 0) {
+        /* the key as it will be written: quoted and escaped, then ':' and ',' */
+        if (charge(e, str_cost(key, klen) + 2) < 0 || enc_value(e, top + 2, &v) < 0) {
             free(fixed);
             goto fail;
         }

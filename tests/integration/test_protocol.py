@@ -345,6 +345,9 @@ def test_response_sizes_are_bounded(daemon_factory):
     c = d.client()
     r = c.exec_err("return string.rep('v', 100000)", kind="runtime_error")
     assert "larger than" in r.message
+    # keys count as written: 20000 control bytes print as 120000 (\u0001 each)
+    r = c.exec_err("return {[string.rep('\\1', 20000)] = 1}", kind="runtime_error")
+    assert "larger than" in r.message
     r = c.exec_err("error(string.rep('e', 100000))", kind="runtime_error")
     assert len(r.raw.encode("utf-8")) < 65536
     res = c.exec_ok("print(string.rep('p', 100000)) return 1",

@@ -293,6 +293,26 @@ static void test_size_cap(void **state)
     expect_error(L, "return string.rep('\\0', 100)", 300, CODEC_ERR_TOO_LARGE);
     expect_error(L, "return {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}", 10, CODEC_ERR_TOO_LARGE);
     expect_error(L, "return {key = 'value'}", 10, CODEC_ERR_TOO_LARGE);
+    /* keys are charged as written, escapes included (found by fuzz_codec):
+     * 90 control bytes print as 540 */
+    expect_error(L, "return {[string.rep('\\1', 90)] = 1}", 100, CODEC_ERR_TOO_LARGE);
+    /* the estimate is an upper bound: one byte below the real length fails */
+    {
+        static const char *const cases[] = {
+            "return {['\"k\"'] = 1, ['\\1\\2'] = '\\31'}",
+            "return {['a\\\\b'] = {['\\0'] = true}}",
+            "return {[string.rep('\"', 50)] = string.rep('\\\\', 50)}",
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            char *out = encode_max(L, cases[i], 0, &err);
+            size_t n;
+
+            assert_non_null(out);
+            n = strlen(out);
+            free(out);
+            expect_error(L, cases[i], n - 1, CODEC_ERR_TOO_LARGE);
+        }
+    }
     /* fails early: a million entries against a tiny cap is quick */
     eval(L, "local t = {} for i = 1, 1000000 do t[i] = i end big = t return true");
     lua_pop(L, 1);

@@ -1,0 +1,59 @@
+#!/bin/sh
+# tests/fuzz/build.sh - build the libFuzzer targets into build/fuzz/.
+# Run from the repository root:  tests/fuzz/build.sh [target ...]
+# (default: all targets).  Needs clang with libFuzzer (clang >= 6).
+set -eu
+
+if [ ! -f proto/ndjson.h ] || [ ! -d tests/fuzz ]; then
+    echo "build.sh: run me from the repository root" >&2
+    exit 2
+fi
+
+CC=${CC:-clang}
+OUT=build/fuzz
+TARGETS_ALL="fuzz_ndjson_rpc fuzz_chan fuzz_codec fuzz_bindings"
+TARGETS=${*:-$TARGETS_ALL}
+
+PKG_CFLAGS=$(pkg-config --cflags lua5.3 jansson)
+PKG_LIBS=$(pkg-config --libs lua5.3 jansson)
+CFLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+-fno-omit-frame-pointer -std=c11 -D_GNU_SOURCE -DSANDBOXD_SANITIZE=1 -I. $PKG_CFLAGS"
+LIBS="$PKG_LIBS -lm"
+
+# The project sources each target links (only proto/ is needed: the unit
+# tests, whose Lua setup the targets copy, use luaL_newstate+luaL_openlibs,
+# not daemon/luaenv.c).
+srcs_for() {
+    case $1 in
+    fuzz_ndjson_rpc) echo "proto/inbuf.c proto/ndjson.c proto/jsonrpc.c" ;;
+    fuzz_chan)       echo "proto/inbuf.c proto/chan.c" ;;
+    fuzz_codec)      echo "proto/codec.c" ;;
+    fuzz_bindings)   echo "proto/codec.c proto/bindings.c" ;;
+    *) echo "build.sh: unknown target $1" >&2; exit 2 ;;
+    esac
+}
+
+mkdir -p "$OUT/obj/proto"
+
+ALL_SRCS=""
+for t in $TARGETS; do
+    ALL_SRCS="$ALL_SRCS $(srcs_for "$t")"
+done
+# Compile each needed project source once, with the fuzzing flags (always:
+# there are few, and a stale object built from an edited header would lie).
+for src in $(printf '%s\n' $ALL_SRCS | sort -u); do
+    obj="$OUT/obj/${src%.c}.o"
+    echo "CC  $src"
+    # shellcheck disable=SC2086
+    $CC $CFLAGS -c -o "$obj" "$src"
+done
+
+for t in $TARGETS; do
+    objs=""
+    for src in $(srcs_for "$t"); do
+        objs="$objs $OUT/obj/${src%.c}.o"
+    done
+    echo "LD  $OUT/$t"
+    # shellcheck disable=SC2086
+    $CC $CFLAGS -o "$OUT/$t" "tests/fuzz/$t.c" $objs $LIBS
+done
