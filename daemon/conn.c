@@ -56,9 +56,57 @@ struct conn *conn_new(struct sup *s, int fd)
     return c;
 }
 
+/* Keep sup->input_bytes equal to the sum of the readers' allocations. */
+static void account_input(struct conn *c)
+{
+    size_t now = ndjson_allocated(&c->rd);
+
+    c->sup->input_bytes -= c->in_alloc;
+    c->sup->input_bytes += now;
+    c->in_alloc = now;
+}
+
+/*
+ * Over max_input_bytes: the connection with the largest input buffer (the
+ * oldest of equals) gets one `busy` error and is closed, its buffer freed
+ * at once, until the total fits again.  Complete lines are handled as they
+ * arrive, so what the budget holds is unfinished messages: the connection
+ * that pins the most is the one most likely trickling or stalling a huge
+ * line on purpose.  Called only after a read's lines have all been handled
+ * (no line pointer into any reader is live).
+ */
+static void shed_input(struct sup *s)
+{
+    while (s->input_bytes > s->cfg.max_input_bytes) {
+        struct conn *victim = NULL;
+        struct list_head *pos, *tmp;
+
+        list_for_each_safe(pos, tmp, &s->conns) {
+            struct conn *o = list_entry(pos, struct conn, node);
+            if (!list_linked(&o->doomed_node) && o->in_alloc > 0 &&
+                (!victim || o->in_alloc > victim->in_alloc))
+                victim = o;
+        }
+        if (!victim)
+            return;
+        log_warn("conn=%llu: input buffers hold %zu bytes, above max_input_bytes %zu; "
+                 "closing the connection with the largest (%zu bytes)",
+                 (unsigned long long)victim->id, s->input_bytes, s->cfg.max_input_bytes,
+                 victim->in_alloc);
+        conn_send_error(victim, NULL, "busy",
+                        json_pack("{s:I}", "max_input_bytes", (json_int_t)s->cfg.max_input_bytes),
+                        "the daemon's input buffers are full (max_input_bytes) and this "
+                        "connection holds the largest unfinished message");
+        conn_fail(victim);
+        ndjson_free(&victim->rd);
+        account_input(victim);
+    }
+}
+
 static void conn_free(struct conn *c)
 {
     ndjson_free(&c->rd);
+    account_input(c);
     outq_free(&c->out);
     free(c);
 }
@@ -342,4 +390,9 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents)
         if ((size_t)n < sizeof buf)
             break;              /* drained; the watcher fires again for more */
     }
+    /* every line read is handled: a large message's buffer goes back now,
+     * not when the connection ends */
+    ndjson_shrink(&c->rd);
+    account_input(c);
+    shed_input(c->sup);
 }

@@ -39,6 +39,7 @@ struct conn {
     ev_io  rio, wio;
     ev_timer hup;               /* half-closed: watch for a full close */
     struct ndjson_reader rd;
+    size_t in_alloc;            /* rd's allocation, as counted in sup->input_bytes */
     struct outq out;            /* answers not yet written */
     struct list_head execs;     /* every live struct exec it started */
     struct list_head queue;     /* its QUEUED executions, FIFO */

@@ -311,7 +311,7 @@ static json_t *idle_private_bytes(const struct sup *s)
 
 static json_t *describe_new(const struct sup *s)
 {
-    return json_pack("{s:s,s:s,s:i,s:[ssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o}}",
+    return json_pack("{s:s,s:s,s:i,s:[ssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o,s:I}}",
                      "name", "sandboxd", "version", SANDBOXD_VERSION,
                      "protocol_version", SANDBOXD_PROTOCOL,
                      "methods", "execute", "check", "binding_names", "prompt_info", "ping", "describe",
@@ -323,12 +323,14 @@ static json_t *describe_new(const struct sup *s)
                      "max_connections", (json_int_t)s->cfg.max_connections,
                      "pool_size", (json_int_t)s->cfg.pool_size,
                      "max_message_bytes", (json_int_t)s->cfg.max_message_bytes,
+                     "max_input_bytes", (json_int_t)s->cfg.max_input_bytes,
                      "max_code_bytes", (json_int_t)s->cfg.max_code_bytes,
                      "state",
                      "workers", (json_int_t)s->procs, "idle_workers", (json_int_t)s->n_idle,
                      "queued", (json_int_t)s->queued, "connections", (json_int_t)s->n_conns,
                      "workers_started", (json_int_t)s->workers_started,
-                     "idle_worker_private_bytes", idle_private_bytes(s));
+                     "idle_worker_private_bytes", idle_private_bytes(s),
+                     "input_buffer_bytes", (json_int_t)s->input_bytes);
 }
 
 void methods_request(struct conn *c, const struct rpc_msg *m)

@@ -68,6 +68,7 @@ struct sup {
     ev_prepare doomed_prep;
     uint64_t next_conn_id;
     unsigned n_conns;             /* open client connections */
+    size_t   input_bytes;         /* their input buffers, allocated (describe) */
 
     uint64_t next_exec_seq;
     uint64_t workers_started;     /* workers handed over by the zygote (describe) */

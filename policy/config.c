@@ -84,6 +84,7 @@ static const struct key_spec daemon_keys[] = {
     {"max_connections", K_UINT, CFG(max_connections), 1},
     {"pool_size", K_UINT, CFG(pool_size), 0},
     {"max_message_bytes", K_SIZE, CFG(max_message_bytes), 1},
+    {"max_input_bytes", K_SIZE, CFG(max_input_bytes), 1},
     {"max_code_bytes", K_SIZE, CFG(max_code_bytes), 1},
     {"log_level", K_LOGLEVEL, CFG(log_level), 0},
     {"shutdown_grace_ms", K_UINT, CFG(shutdown_grace_ms), 0},
@@ -192,6 +193,7 @@ static int defaults_into(struct config *c)
     c->max_connections = 1024;
     c->pool_size = 4;
     c->max_message_bytes = (size_t)16 << 20;
+    c->max_input_bytes = (size_t)1 << 30;
     c->max_code_bytes = 65536;
     c->log_level = LOG_LVL_INFO;
     c->shutdown_grace_ms = 5000;
@@ -764,6 +766,27 @@ static void check_pool(struct parse *p)
         c->pool_size = c->max_workers;
 }
 
+/* max_input_bytes must hold one whole message (max_message_bytes plus
+ * "\r\n"): an explicit value below that is an error; the built-in one is
+ * raised to it silently. */
+static void check_input(struct parse *p)
+{
+    const struct key_state *si = &p->keys[SEC_DAEMON][key_index(daemon_keys, N_DAEMON_KEYS,
+                                                                 "max_input_bytes")];
+    const struct key_state *sm = &p->keys[SEC_DAEMON][key_index(daemon_keys, N_DAEMON_KEYS,
+                                                                 "max_message_bytes")];
+    struct config *c = p->c;
+    size_t need = c->max_message_bytes > SIZE_MAX - 2 ? SIZE_MAX : c->max_message_bytes + 2;
+
+    if (si->bad || sm->bad || c->max_input_bytes >= need)
+        return;
+    if (si->line)
+        report(p, si->line, "max_input_bytes %zu is below max_message_bytes %zu + 2",
+               c->max_input_bytes, c->max_message_bytes);
+    else
+        c->max_input_bytes = need;
+}
+
 int config_load(struct config *c, const char *path, config_error_fn err, void *ctx)
 {
     struct config tmp;
@@ -793,6 +816,7 @@ int config_load(struct config *c, const char *path, config_error_fn err, void *c
     if (rc != 0 && p->nerr == 0) /* cannot happen with the checks above */
         report(p, rc > 0 ? rc : p->lineno, "cannot parse (inih error %d)", rc);
     check_pool(p);
+    check_input(p);
     check_limits(p);
 out:
     if (p->nerr == 0) {

@@ -73,6 +73,8 @@ struct config {
     unsigned max_connections;   /* open client connections at once; default 1024 */
     unsigned pool_size;         /* warm workers kept ready; default 4, <= max_workers */
     size_t   max_message_bytes; /* default 16 MiB */
+    size_t   max_input_bytes;   /* all client input buffers together; default
+                                 * 1 GiB, at least max_message_bytes + 2 */
     size_t   max_code_bytes;    /* default 65536 */
     enum log_level log_level;   /* default info */
     unsigned shutdown_grace_ms; /* default 5000 */

@@ -70,3 +70,9 @@ void inbuf_consume(struct inbuf *b, size_t n)
     if (b->pos == b->len)
         b->pos = b->len = 0;    /* nothing held: reset without moving */
 }
+
+void inbuf_release_idle(struct inbuf *b, size_t keep)
+{
+    if (b->pos == b->len && b->cap > keep)
+        inbuf_free(b);
+}

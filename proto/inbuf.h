@@ -14,7 +14,8 @@
  *    its own worst case (a maximal line, a maximal frame) and one long
  *    message never costs more than that.
  *  - Appending may move buf: pointers into it are valid only until the next
- *    inbuf_append().  inbuf_consume() never moves or allocates.
+ *    inbuf_append() or inbuf_release_idle().  inbuf_consume() never moves or
+ *    allocates.
  *  - Functions return 0 on success and -1 on allocation failure or a size
  *    that would overflow; on failure nothing is appended and what was held
  *    is unchanged.
@@ -35,6 +36,10 @@ void   inbuf_free(struct inbuf *b);
 int    inbuf_append(struct inbuf *b, const void *data, size_t n, size_t bound);
 /* Drop n held bytes from the front (n <= inbuf_held()). */
 void   inbuf_consume(struct inbuf *b, size_t n);
+/* When nothing is held and more than `keep` bytes are allocated, free the
+ * allocation (the next append starts small again).  One large message must
+ * not pin its buffer for the rest of a long-lived stream. */
+void   inbuf_release_idle(struct inbuf *b, size_t keep);
 static inline size_t inbuf_held(const struct inbuf *b) { return b->len - b->pos; }
 static inline char *inbuf_data(const struct inbuf *b) { return b->buf + b->pos; }
 

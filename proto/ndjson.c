@@ -41,6 +41,18 @@ void ndjson_free(struct ndjson_reader *rd)
     ndjson_init(rd, rd->max_line);
 }
 
+void ndjson_shrink(struct ndjson_reader *rd)
+{
+    if (inbuf_held(&rd->in) == 0)
+        rd->scan = 0;
+    inbuf_release_idle(&rd->in, NDJSON_IDLE_KEEP);
+}
+
+size_t ndjson_allocated(const struct ndjson_reader *rd)
+{
+    return rd->in.cap;
+}
+
 size_t ndjson_pending(const struct ndjson_reader *rd)
 {
     return inbuf_held(&rd->in);

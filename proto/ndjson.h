@@ -28,7 +28,7 @@
  *      ndjson_feed(&rd, bytes, n);
  *      while ((r = ndjson_next(&rd, &line, &len)) != NDJSON_AGAIN) ...
  * The pointer returned for a line stays valid until the next call to
- * ndjson_feed() or ndjson_free().
+ * ndjson_feed(), ndjson_shrink() or ndjson_free().
  */
 #ifndef SANDBOXD_NDJSON_H
 #define SANDBOXD_NDJSON_H
@@ -63,6 +63,13 @@ int  ndjson_feed(struct ndjson_reader *rd, const char *data, size_t n);
  * NUL-terminated; it may contain NUL bytes) and *len is its length.  On
  * NDJSON_TOO_LONG and NDJSON_AGAIN, *line is set to NULL and *len to 0. */
 enum ndjson_status ndjson_next(struct ndjson_reader *rd, const char **line, size_t *len);
+/* Give back a large buffer once nothing is held (see inbuf_release_idle):
+ * owners call it after handling the lines of a read, since it invalidates
+ * line pointers.  Buffers up to NDJSON_IDLE_KEEP bytes are kept for reuse. */
+#define NDJSON_IDLE_KEEP (64u * 1024)
+void ndjson_shrink(struct ndjson_reader *rd);
+/* Bytes allocated for the buffer now (what this reader costs in memory). */
+size_t ndjson_allocated(const struct ndjson_reader *rd);
 /* Bytes held and not yet returned by ndjson_next().  Once ndjson_next() has
  * returned NDJSON_AGAIN this is exactly the unfinished line, so a nonzero
  * value at EOF means the peer closed mid-line.  The remainder of an

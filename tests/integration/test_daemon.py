@@ -339,3 +339,66 @@ def test_max_connections(daemon_factory):
     a.close()
     e.close()
     c.close()
+
+
+def _input_bytes(c):
+    return c.call("describe", {}).result["state"]["input_buffer_bytes"]
+
+
+def _wait_input_bytes(c, pred, what):
+    deadline = time.monotonic() + 5 * SCALE
+    while True:
+        n = _input_bytes(c)
+        if pred(n):
+            return n
+        assert time.monotonic() < deadline, "%s: input_buffer_bytes stayed %d" % (what, n)
+        time.sleep(0.02)
+
+
+def test_large_message_buffer_is_released(daemon_factory):
+    """A connection's input buffer grows for a large message and is given back
+    once the message is handled, so a long-lived connection that once sent a
+    big request does not pin that memory (describe: state.input_buffer_bytes)."""
+    d = daemon_factory(daemon={"max_message_bytes": 4 << 20})
+    watcher = d.client()
+    big = d.client()
+    pad = "x" * (3 << 20)
+    r = big.call("ping", {"pad": pad})
+    assert r.ok, r
+    # what stays is at most a small reusable buffer per connection
+    _wait_input_bytes(watcher, lambda n: n <= 2 * 64 * 1024, "after a 3 MiB message")
+    big.ping()
+    watcher.close()
+    big.close()
+
+
+def test_input_budget_closes_the_largest_holder(daemon_factory):
+    """Over max_input_bytes, the connection holding the largest unfinished
+    message gets one `busy` error (data.max_input_bytes) and EOF; the others,
+    and new ones, are untouched."""
+    d = daemon_factory(daemon={"max_message_bytes": 1 << 20, "max_input_bytes": 1536 * 1024})
+    watcher = d.client()
+    base = _input_bytes(watcher)
+    head = '{"jsonrpc":"2.0","id":7,"method":"ping","params":{"pad":"'
+    a, b, c = d.client(), d.client(), d.client()
+    a.send_raw((head + "a" * 700000).encode())          # buffer grows to 1 MiB
+    _wait_input_bytes(watcher, lambda n: n >= base + (1 << 20), "a's 700 kB")
+    b.send_raw((head + "b" * 100000).encode())          # 128 KiB
+    _wait_input_bytes(watcher, lambda n: n >= base + (1 << 20) + (128 << 10), "b's 100 kB")
+    c.send_raw((head + "c" * 300000).encode())          # 512 KiB: over the budget
+    r = a.next_response(timeout=5 * SCALE)
+    assert r.code == -32009 and r.kind == "busy", r
+    assert r.data["max_input_bytes"] == 1536 * 1024, r
+    assert a.wait_eof(timeout=5 * SCALE)
+    d.wait_log(r"above max_input_bytes 1572864; closing the connection with the largest")
+    assert _input_bytes(watcher) <= 1536 * 1024
+    # b and c finish their messages and are answered
+    for cl in (b, c):
+        cl.send_raw(b'"}}\n')
+        r = cl.wait(7)
+        assert r.ok, r
+        cl.ping()
+    e = d.client()
+    e.ping()
+    for cl in (watcher, b, c, e):
+        cl.close()

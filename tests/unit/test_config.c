@@ -161,6 +161,7 @@ static void test_builtin_defaults(void **state)
     assert_int_equal(c.max_connections, 1024);
     assert_int_equal(c.pool_size, 4);
     assert_int_equal(c.max_message_bytes, 16777216);
+    assert_int_equal(c.max_input_bytes, 1073741824);
     assert_int_equal(c.max_code_bytes, 65536);
     assert_int_equal(c.log_level, LOG_LVL_INFO);
     assert_int_equal(c.shutdown_grace_ms, 5000);
@@ -219,6 +220,7 @@ static const char all_keys[] =
     "max_connections = 3\n"
     "pool_size = 8\n"
     "max_message_bytes = 2K\n"
+    "max_input_bytes = 3K\n"
     "max_code_bytes = 100\n"
     "log_level = debug\n"
     "shutdown_grace_ms = 0\n"
@@ -266,6 +268,7 @@ static void test_every_key(void **state)
     assert_int_equal(c.max_connections, 3);
     assert_int_equal(c.pool_size, 8);
     assert_int_equal(c.max_message_bytes, 2048);
+    assert_int_equal(c.max_input_bytes, 3072);
     assert_int_equal(c.max_code_bytes, 100);
     assert_int_equal(c.log_level, LOG_LVL_DEBUG);
     assert_int_equal(c.shutdown_grace_ms, 0);
@@ -539,6 +542,20 @@ static void test_cross_key_errors(void **state)
     expect_one_error("[daemon]\nmax_workers = 2\npool_size = 3\n", 3,
                      "pool_size 3 is above max_workers 2");
     expect_one_error("[daemon]\npool_size = 17\n", 2, "pool_size 17 is above max_workers 16");
+    expect_one_error("[daemon]\nmax_message_bytes = 1K\nmax_input_bytes = 1025\n", 3,
+                     "max_input_bytes 1025 is below max_message_bytes 1024 + 2");
+    expect_one_error("[daemon]\nmax_input_bytes = 1M\n", 2,
+                     "max_input_bytes 1048576 is below max_message_bytes 16777216 + 2");
+    /* the built-in budget follows a raised max_message_bytes */
+    {
+        struct config c;
+        struct errs e;
+
+        config_defaults(&c);
+        assert_int_equal(load_text(&c, "[daemon]\nmax_message_bytes = 2G\n", &e), 0);
+        assert_int_equal(c.max_input_bytes, ((size_t)2 << 30) + 2);
+        config_free(&c);
+    }
     expect_one_error("[defaults]\nmax_heap = 2G\n", 2,
                      "[defaults] max_heap 2147483648 is above [ceilings] max_heap 1073741824");
     /* A built-in default above a lowered ceiling: the ceiling's line. */

@@ -302,6 +302,43 @@ static void test_compaction(void **state)
     ndjson_free(&rd);
 }
 
+/* A large message's buffer is given back once it is handled; a small one
+ * is kept for reuse; a buffer still holding an unfinished line is kept. */
+static void test_shrink(void **state)
+{
+    struct ndjson_reader rd;
+    const char *line;
+    size_t len, n = 1 << 20;
+    char *big = malloc(n + 1);
+
+    (void)state;
+    assert_non_null(big);
+    memset(big, 'x', n);
+    big[n] = '\n';
+    ndjson_init(&rd, 2 << 20);
+    assert_int_equal(ndjson_feed(&rd, big, n + 1), 0);
+    assert_true(ndjson_allocated(&rd) > n);
+    assert_int_equal(ndjson_next(&rd, &line, &len), NDJSON_LINE);
+    assert_int_equal(len, n);
+    ndjson_shrink(&rd);
+    assert_int_equal(ndjson_allocated(&rd), 0);
+    assert_null(rd.in.buf);
+    /* small: kept */
+    assert_int_equal(ndjson_feed(&rd, "{}\n", 3), 0);
+    assert_int_equal(ndjson_next(&rd, &line, &len), NDJSON_LINE);
+    ndjson_shrink(&rd);
+    assert_true(ndjson_allocated(&rd) > 0 && ndjson_allocated(&rd) <= NDJSON_IDLE_KEEP);
+    /* an unfinished large line: kept, and it still completes */
+    assert_int_equal(ndjson_feed(&rd, big, n), 0);
+    ndjson_shrink(&rd);
+    assert_true(ndjson_allocated(&rd) >= n);
+    assert_int_equal(ndjson_feed(&rd, "\n", 1), 0);
+    assert_int_equal(ndjson_next(&rd, &line, &len), NDJSON_LINE);
+    assert_int_equal(len, n);
+    ndjson_free(&rd);
+    free(big);
+}
+
 /* O(n): one 8 MiB line fed a byte at a time, drained after every byte, and
  * a near-limit line held unfinished while bytes trickle in.  A quadratic
  * framer would take hours; the alarm turns that into a failure. */
@@ -346,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_embedded_nul),
         cmocka_unit_test(test_line_pointer_content),
         cmocka_unit_test(test_compaction),
+        cmocka_unit_test(test_shrink),
         cmocka_unit_test(test_linear_time),
     };
 
