@@ -77,6 +77,10 @@ static void account_input(struct conn *c)
  */
 static void shed_input(struct sup *s)
 {
+#if defined(MUTATE_INPUT_BUDGET)
+    (void)s;
+    return;                             /* mutant: no budget */
+#endif
     while (s->input_bytes > s->cfg.max_input_bytes) {
         struct conn *victim = NULL;
         struct list_head *pos, *tmp;
@@ -392,7 +396,9 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents)
     }
     /* every line read is handled: a large message's buffer goes back now,
      * not when the connection ends */
+#if !defined(MUTATE_BUFFER_RELEASE)
     ndjson_shrink(&c->rd);
+#endif
     account_input(c);
     shed_input(c->sup);
 }
