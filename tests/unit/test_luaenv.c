@@ -1,0 +1,156 @@
+/*
+ * test_luaenv.c - the counting allocator of daemon/luaenv.c, called directly
+ * through lua_getallocf(): the type tag in osize, shrinks that never fail,
+ * and the string cap against the heap cap.  (The Lua-level behaviour of the
+ * limits is in test_worker.c and the attack corpus.)
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <lua.h>
+
+#include "daemon/luaenv.h"
+
+struct fixture {
+    struct luaenv *e;
+    lua_Alloc f;
+    void *ud;
+};
+
+static int setup(void **state)
+{
+    struct fixture *x = calloc(1, sizeof *x);
+
+    assert_non_null(x);
+    x->e = luaenv_new();
+    assert_non_null(x->e);
+    x->f = lua_getallocf(luaenv_state(x->e), &x->ud);
+    assert_ptr_equal(x->ud, x->e);
+    *state = x;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *x = *state;
+
+    luaenv_free(x->e);
+    free(x);
+    return 0;
+}
+
+/* Caps relative to what the state already holds: `room` bytes of heap. */
+static void apply(struct fixture *x, size_t room)
+{
+    struct luaenv_limits lim = { .max_heap = room ? x->e->used + room : 0, .output_fd = -1 };
+
+    luaenv_apply(x->e, &lim);
+}
+
+/* For a new block (ptr NULL) osize is a type tag, not a size: the block is
+ * charged its full nsize whatever the tag, and a free gives back exactly
+ * what was charged. */
+static void test_type_tag_is_not_a_size(void **state)
+{
+    struct fixture *x = *state;
+    static const int tags[] = { LUA_TSTRING, LUA_TTABLE, LUA_TFUNCTION, LUA_TUSERDATA,
+                                LUA_TTHREAD };
+    size_t base;
+
+    apply(x, 0);
+    base = x->e->used;
+    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
+        void *p = x->f(x->ud, NULL, (size_t)tags[i], 100);
+
+        assert_non_null(p);
+        assert_int_equal(x->e->used, base + 100);
+        p = x->f(x->ud, p, 100, 300);           /* growth: old size is osize now */
+        assert_non_null(p);
+        assert_int_equal(x->e->used, base + 300);
+        assert_null(x->f(x->ud, p, 300, 0));
+        assert_int_equal(x->e->used, base);
+    }
+}
+
+/* At the cap, growth is refused (the old block stays valid and counted) and
+ * a shrink or a free still succeeds: Lua assumes they cannot fail. */
+static void test_shrink_never_fails_at_cap(void **state)
+{
+    struct fixture *x = *state;
+    size_t base;
+    char *p, *q;
+
+    apply(x, 1000);
+    base = x->e->used;
+    p = x->f(x->ud, NULL, LUA_TUSERDATA, 1000);  /* exactly the room */
+    assert_non_null(p);
+    memset(p, 'a', 1000);
+    assert_int_equal(x->e->used, base + 1000);
+    assert_null(x->f(x->ud, NULL, LUA_TTABLE, 1));
+    assert_int_equal(x->e->last_refusal, LUAENV_REFUSED_HEAP);
+    assert_null(x->f(x->ud, p, 1000, 1001));
+    assert_int_equal(x->e->used, base + 1000);
+    assert_int_equal(p[999], 'a');              /* untouched by the refusal */
+    q = x->f(x->ud, p, 1000, 10);
+    assert_non_null(q);
+    assert_int_equal(q[9], 'a');
+    assert_int_equal(x->e->used, base + 10);
+    q = x->f(x->ud, q, 10, 1000);               /* the room is back */
+    assert_non_null(q);
+    assert_null(x->f(x->ud, q, 1000, 0));
+    assert_int_equal(x->e->used, base);
+    assert_true(x->e->peak >= base + 1000);
+}
+
+/* A new string longer than the string cap (half the heap cap here) is
+ * refused as a string; the same size as another type is within the heap
+ * and succeeds; past the heap it is refused as heap.  Only new strings are
+ * judged by the string cap: growing a non-string block is a heap matter. */
+static void test_string_cap_versus_heap(void **state)
+{
+    struct fixture *x = *state;
+    size_t room = 1 << 20, half, over;
+    void *p;
+
+    apply(x, room);
+    half = luaenv_string_cap(x->e);
+    assert_true(half <= (x->e->used + room) / 2);
+    over = half + 4096;                         /* past the cap and its slack */
+    x->e->last_refusal = LUAENV_REFUSED_NONE;
+    assert_null(x->f(x->ud, NULL, LUA_TSTRING, over));
+    assert_int_equal(x->e->last_refusal, LUAENV_REFUSED_STRING);
+    p = x->f(x->ud, NULL, LUA_TSTRING, half - 4096);
+    assert_non_null(p);
+    x->f(x->ud, p, half - 4096, 0);
+    p = x->f(x->ud, NULL, LUA_TTABLE, over);
+    assert_non_null(p);
+    x->f(x->ud, p, over, 0);
+    x->e->last_refusal = LUAENV_REFUSED_NONE;
+    assert_null(x->f(x->ud, NULL, LUA_TTABLE, room + 1));
+    assert_int_equal(x->e->last_refusal, LUAENV_REFUSED_HEAP);
+}
+
+/* Without a heap cap the string cap is the fixed maximum. */
+static void test_string_cap_without_heap_cap(void **state)
+{
+    struct fixture *x = *state;
+
+    apply(x, 0);
+    assert_int_equal(luaenv_string_cap(x->e), LUAENV_STRING_CAP_MAX);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_type_tag_is_not_a_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shrink_never_fails_at_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_string_cap_versus_heap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_string_cap_without_heap_cap, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
