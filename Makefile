@@ -2,7 +2,8 @@
 #
 #   make            build/sandboxd and build/sandboxctl (installs Debian deps if missing)
 #   make run        build, then run the daemon in the foreground on build/sandboxd.sock
-#   make test       unit + integration tests, on the normal and the ASan+UBSan build
+#   make test       unit + integration tests, on the normal and the ASan+UBSan build,
+#                   then the test-hooks build, bench smoke, fuzz pass, mutation check
 #   make asan       the sanitizer build in build/asan/
 #   make bench      the benchmark report (bench/)
 #   make fuzz       libFuzzer on the framing, JSON-RPC, codec and bindings (tests/fuzz/)
@@ -42,7 +43,7 @@ CLIENT_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(CLIENT_SRCS))
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 LIB         := $(O)/libsandboxd.a
 
-.PHONY: all deps run test test-unit test-integration asan bench mutation fuzz install clean
+.PHONY: all deps run test test-unit test-integration test-hooks asan bench mutation fuzz install clean
 all: $(O)/sandboxd $(O)/sandboxctl
 
 deps: build/.deps
@@ -93,9 +94,20 @@ test-integration: all
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(O)/sandboxctl \
 	SANDBOXD_SANITIZE=$(SANITIZE) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
 
+# A test build with -DSANDBOXD_TEST_HOOKS=1 (never installed): the Lua
+# environment gains sandboxd_test.syscall(nr), so a test can make a worker
+# issue a forbidden system call (tests/integration/test_hooks.py).
+HOOKS_O := build/hooks
+test-hooks: deps
+	$(MAKE) O=$(HOOKS_O) EXTRA_CPPFLAGS=-DSANDBOXD_TEST_HOOKS=1 all
+	SANDBOXD_BIN=$(CURDIR)/$(HOOKS_O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(HOOKS_O)/sandboxctl \
+	SANDBOXD_SANITIZE=0 SANDBOXD_TEST_HOOKS=1 \
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration/test_hooks.py
+
 test: deps
 	$(MAKE) O=build test-unit test-integration
 	$(MAKE) O=build/asan SANITIZE=1 test-unit test-integration
+	$(MAKE) test-hooks
 	$(MAKE) -C bench O=$(CURDIR)/build smoke
 	FUZZ_JOBS=2 tests/fuzz/run.sh 10
 	$(MAKE) mutation

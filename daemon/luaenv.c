@@ -313,6 +313,30 @@ static void copy_fields(lua_State *L, int src, int dst, const char *const *names
     }
 }
 
+#if defined(SANDBOXD_TEST_HOOKS)
+/*
+ * Test builds only (`make test-hooks`; never in build/sandboxd):
+ * sandboxd_test.syscall(nr) makes the worker issue system call nr with zero
+ * arguments, as a worker whose Lua had been subverted would.  The seccomp
+ * filter decides what happens; the tests expect `crashed` and a live daemon.
+ */
+static int test_syscall(lua_State *L)
+{
+    long nr = (long)luaL_checkinteger(L, 1);
+
+    lua_pushinteger(L, (lua_Integer)syscall(nr, 0L, 0L, 0L, 0L, 0L, 0L));
+    return 1;
+}
+
+static void open_test_hooks(lua_State *L, int g)
+{
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, test_syscall);
+    lua_setfield(L, -2, "syscall");
+    lua_setfield(L, g, "sandboxd_test");
+}
+#endif
+
 /* Build the environment; runs under lua_pcall in luaenv_new(). */
 static int build_env(lua_State *L)
 {
@@ -387,6 +411,10 @@ static int build_env(lua_State *L)
     lua_setfield(L, -2, "_G");
     copy_fields(L, g, lua_gettop(L), exposed);
     lua_setfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+
+#if defined(SANDBOXD_TEST_HOOKS)
+    open_test_hooks(L, g);
+#endif
 
     /* anchors for the messages pushed under memory pressure */
     lua_createtable(L, 4, 0);
