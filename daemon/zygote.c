@@ -77,6 +77,23 @@ static const struct { int flag; const char *name; } ns_names[] = {
 };
 
 #define PROBE_ROOT_WRITABLE 250     /* probe exit: "/" writable after the drop */
+/* a probe child's exit status for a failure: errno, kept below the codes above */
+#define PROBE_ERRNO() (errno > 0 && errno < PROBE_ROOT_WRITABLE ? errno : EPERM)
+
+/* The verdict of a probe child: its exit status, or an errno-like value
+ * when it could not be waited for or did not exit normally. */
+static int probe_reap(pid_t pid)
+{
+    int status;
+
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            return errno;
+    }
+    if (!WIFEXITED(status))
+        return EINTR;
+    return WEXITSTATUS(status);
+}
 
 /* Run contain_drop_privileges() with these namespaces in a child; 0, or the
  * errno it failed with (PROBE_ROOT_WRITABLE: the drop "worked" but the root
@@ -85,23 +102,16 @@ static int probe_drop(uid_t uid, gid_t gid, const char *chroot_dir, int ns)
 {
     struct contain_opts o = { .drop_privs = 1, .uid = uid, .gid = gid,
                               .chroot_dir = chroot_dir, .unshare_flags = ns };
-    int status;
     pid_t pid = fork();
 
     if (pid < 0)
         return errno;
     if (pid == 0) {
         if (contain_drop_privileges(&o) < 0)
-            _exit(errno > 0 && errno < PROBE_ROOT_WRITABLE ? errno : EPERM);
+            _exit(PROBE_ERRNO());
         _exit(access("/", W_OK) == 0 ? PROBE_ROOT_WRITABLE : 0);
     }
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR)
-            return errno;
-    }
-    if (!WIFEXITED(status))
-        return EINTR;
-    return WEXITSTATUS(status);
+    return probe_reap(pid);
 }
 
 static const char *probe_error(int err)
@@ -178,6 +188,59 @@ static int prepare_chroot(const char *path, char *out, size_t outlen)
     return 0;
 }
 
+/* Without root: enter a user namespace and confine as a worker would, in a
+ * throwaway child; 0, or the errno it failed with (PROBE_ROOT_WRITABLE:
+ * the new root is writable or not empty). */
+static int probe_userns(void)
+{
+    struct contain_opts o = { .userns = 1, .chroot_dir = CONTAIN_USERNS_ROOT };
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    pid_t pid = fork();
+
+    if (pid < 0)
+        return errno;
+    if (pid == 0) {
+        DIR *d;
+        struct dirent *de;
+        int entries = 0;
+
+        if (contain_enter_userns(uid, gid) < 0 || contain_userns_confine(&o) < 0)
+            _exit(PROBE_ERRNO());
+        if ((d = opendir("/")) != NULL) {
+            while ((de = readdir(d)) != NULL)
+                entries += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+            closedir(d);
+        }
+        _exit(access("/", W_OK) == 0 || entries != 0 ? PROBE_ROOT_WRITABLE : 0);
+    }
+    return probe_reap(pid);
+}
+
+/* Not root: workers keep the daemon's uid; a user namespace, where the host
+ * permits one, still gives them an empty root and their own net, ipc, mount
+ * and uts namespaces (docs/security.md 3.6). */
+static void decide_userns(struct worker_layers *l)
+{
+    int err = probe_userns();
+
+    if (err == 0) {
+        snprintf(l->ns, sizeof l->ns, "%d", CLONE_NEWUSER | CONTAIN_NS_ALL);
+        log_notice("containment: not root: workers run as uid %u in their own user namespace "
+                   "(uid 0 there, no capabilities), chroot to an empty read-only tmpfs, "
+                   "namespaces user+net+ipc+mnt+uts; also one fresh process per execution, "
+                   "fds closed, rlimits, no_new_privs, non-dumpable, seccomp allowlist",
+                   (unsigned)geteuid());
+        return;
+    }
+    log_notice("containment: not root, so workers keep uid %u: no uid drop, chroot or "
+               "namespaces (user namespaces not available here: %s); active: one fresh "
+               "process per execution, fds closed, rlimits, no_new_privs, non-dumpable, "
+               "seccomp allowlist", (unsigned)geteuid(),
+               err == PROBE_ROOT_WRITABLE ? "the empty root was writable or not empty"
+                                          : strerror(err));
+}
+
 /* Decide the worker identity and layers (once).  0, or -1: refuse to start. */
 static int decide_layers(struct sup *s)
 {
@@ -192,9 +255,7 @@ static int decide_layers(struct sup *s)
     if (l->decided)
         return 0;
     if (geteuid() != 0) {
-        log_notice("containment: not root, so workers keep uid %u: no uid drop, chroot or "
-                   "namespaces; active: one fresh process per execution, fds closed, rlimits, "
-                   "no_new_privs, non-dumpable, seccomp allowlist", (unsigned)geteuid());
+        decide_userns(l);
         l->decided = 1;
         return 0;
     }
@@ -520,6 +581,17 @@ void zygote_main(int argc, char **argv)
         opts.gid = (gid_t)strtoul(argv[5], NULL, 10);
         opts.chroot_dir = argv[6][0] ? argv[6] : NULL;
         opts.unshare_flags = (int)strtol(argv[7], NULL, 10) & CONTAIN_NS_ALL;
+    } else if (strtol(argv[7], NULL, 10) & CLONE_NEWUSER) {
+        /* Not root, and the supervisor's probe found user namespaces work:
+         * enter them once here; every worker is born inside.  A failure now
+         * would leave workers with fewer layers than the log announced. */
+        if (contain_enter_userns(getuid(), getgid()) < 0) {
+            log_err("zygote: cannot enter the user namespace the start-up probe entered: %s",
+                    strerror(errno));
+            _exit(1);
+        }
+        opts.userns = 1;
+        opts.chroot_dir = CONTAIN_USERNS_ROOT;
     }
     /* Performance (issue 6): a new network namespace costs ~370 us to make
      * and more to tear down (kernel workqueue), per worker: it capped the

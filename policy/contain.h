@@ -21,6 +21,9 @@
  *      failure fails), chroot(opts->chroot_dir) and chdir("/") if chroot_dir
  *      is set, setgroups(0)/setresgid/setresuid, then a check that the ids
  *      stuck and setuid(0) fails; uid or gid 0 is refused (EINVAL);
+ *      Without root, when opts->userns (the zygote entered a user namespace
+ *      with contain_enter_userns): chroot(opts->chroot_dir), chdir("/"),
+ *      and every capability dropped and checked (contain_userns_confine);
  *   7. PR_SET_DUMPABLE 0, PR_SET_NO_NEW_PRIVS 1;
  *   8. unless opts->no_seccomp: the SIGSYS report handler (SA_RESETHAND,
  *      every signal blocked while it runs; it writes one CHAN_SYSCALL frame
@@ -55,12 +58,33 @@ struct contain_opts {
     gid_t gid;
     const char *chroot_dir;            /* NULL: no chroot */
     int   unshare_flags;               /* drop_privs only: CLONE_NEW* to unshare, 0 none */
+    int   userns;                      /* not root: inside contain_enter_userns()'s
+                                        * namespaces; chroot_dir is then required */
 };
+
+/* Where contain_enter_userns() mounts the empty root (in its own mount
+ * namespace only: the host's /tmp is untouched). */
+#define CONTAIN_USERNS_ROOT "/tmp"
 
 int contain_worker(int chan_fd, const struct contain_opts *opts);
 
 /* Step 6 alone (namespaces, chroot, uid/gid drop and its verification), for
  * the supervisor's start-up probe in a throwaway child.  0, or -1 with errno. */
 int contain_drop_privileges(const struct contain_opts *opts);
+
+/*
+ * Without root, the layers a user namespace gives (once, in the zygote, or
+ * in the supervisor's start-up probe; the caller must be single-threaded):
+ * a new user namespace where uid/gid 0 map to outer_uid/outer_gid (one id
+ * each; setgroups denied), new net, ipc, mount and uts namespaces owned by
+ * it, every mount made private, and an empty, read-only, 4 KiB tmpfs mounted
+ * on CONTAIN_USERNS_ROOT for the workers to chroot into.  0, or -1 with
+ * errno (EPERM/EINVAL/ENOSPC where the host forbids user namespaces).
+ */
+int contain_enter_userns(uid_t outer_uid, gid_t outer_gid);
+
+/* Step 6 of the user-namespace case alone: chroot(opts->chroot_dir),
+ * chdir("/"), drop every capability and check.  0, or -1 with errno. */
+int contain_userns_confine(const struct contain_opts *opts);
 
 #endif

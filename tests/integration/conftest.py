@@ -119,8 +119,13 @@ def children_of(ppid):
 class Daemon:
     """One sandboxd process on a private socket."""
 
-    def __init__(self, config=None, config_text=None, extra_args=(), check_stop=True):
+    def __init__(self, config=None, config_text=None, extra_args=(), check_stop=True,
+                 run_as=None):
         self.tmpdir = tempfile.mkdtemp(prefix="sbxd-", dir="/tmp")
+        self.run_as = run_as        # (uid, gid): start the daemon under them (needs root)
+        if run_as:
+            os.chown(self.tmpdir, run_as[0], run_as[1])
+            os.chmod(self.tmpdir, 0o755)
         self.socket_path = os.path.join(self.tmpdir, "s.sock")
         self.config_path = os.path.join(self.tmpdir, "sandboxd.conf")
         self.stderr_path = os.path.join(self.tmpdir, "stderr.log")
@@ -139,10 +144,13 @@ class Daemon:
         with open(self.config_path, "w") as f:
             f.write(self.config_text)
         self._err = open(self.stderr_path, "wb")
+        ids = {}
+        if self.run_as:
+            ids = dict(user=self.run_as[0], group=self.run_as[1], extra_groups=[])
         self.proc = subprocess.Popen(
             [SANDBOXD_BIN, "-c", self.config_path, "-s", self.socket_path] + self.extra_args,
             stdin=subprocess.DEVNULL, stdout=self._err, stderr=self._err,
-            start_new_session=True)
+            start_new_session=True, **ids)
         deadline = time.monotonic() + ready_timeout
         while True:
             rc = self.proc.poll()
@@ -353,9 +361,10 @@ def client(daemon):
 def daemon_factory():
     started = []
 
-    def make(config_text=None, extra_args=(), check_stop=True, start=True, **sections):
+    def make(config_text=None, extra_args=(), check_stop=True, start=True, run_as=None,
+             **sections):
         d = Daemon(config=merge_config(**sections), config_text=config_text,
-                   extra_args=extra_args, check_stop=check_stop)
+                   extra_args=extra_args, check_stop=check_stop, run_as=run_as)
         started.append(d)
         if start:
             d.start()

@@ -323,6 +323,26 @@ def test_attack_serial(attack_daemon, attack):
 def test_attacks_parallel(attack_daemon):
     if os.environ.get("ATTACKS_ONLY"):
         pytest.skip("ATTACKS_ONLY narrows the corpus")
+    run_corpus_parallel(attack_daemon)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start the daemon as nobody")
+def test_attacks_parallel_non_root():
+    """The whole corpus again against a daemon that is not root (nobody):
+    there the worker layers come from a user namespace, not a uid drop."""
+    if os.environ.get("ATTACKS_ONLY"):
+        pytest.skip("ATTACKS_ONLY narrows the corpus")
+    cfg = merge_config(ceilings={"max_reductions": "infinity", "cpu_ms": "infinity"})
+    d = Daemon(config=cfg, run_as=(65534, 65534))
+    d.start()
+    try:
+        assert "not root" in d.stderr, d.stderr
+        run_corpus_parallel(d)
+    finally:
+        d.stop_and_check()
+
+
+def run_corpus_parallel(attack_daemon):
     local = threading.local()
 
     def one(a):

@@ -27,6 +27,7 @@ import os
 import pwd
 import re
 import stat
+import subprocess
 import time
 
 import pytest
@@ -202,6 +203,63 @@ def test_refuses_chroot_under_writable_parent(daemon_factory, tmp_path):
     os.chmod(str(parent), 0o777)            # not sticky: others could swap it
     start_fails(daemon_factory, r"ancestor",
                 worker=worker_config(str(tmp_path), chroot=str(parent / "empty")))
+
+
+# ------------------------------------------------------------------ not root: user namespace
+
+NOBODY = (65534, 65534)
+
+
+def host_allows_userns(ids):
+    """Whether a process under ids may create the namespaces the daemon uses
+    (asked of util-linux unshare, independently of the daemon's own probe)."""
+    try:
+        p = subprocess.run(["unshare", "-U", "-r", "-n", "-m", "-i", "-u", "true"],
+                           user=ids[0], group=ids[1], extra_groups=[],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return p.returncode == 0
+
+
+@root_only
+def test_non_root_daemon_gets_user_namespace_layers(daemon_factory):
+    """A daemon that is not root (started here as nobody) cannot drop ids or
+    chroot, but where the host permits user namespaces its workers still get
+    their own user, net, ipc, mnt and uts namespaces, an empty read-only
+    root, no capabilities, and the seccomp filter; ordinary code still works
+    (the zone file was read before the chroot)."""
+    d = daemon_factory(run_as=NOBODY)
+    text = d.stderr
+    assert "not root" in text, text
+    if not host_allows_userns(NOBODY):
+        assert "user namespaces not available here" in text, text
+        pytest.skip("this host forbids unprivileged user namespaces")
+    assert "user+net+ipc+mnt+uts" in text, text
+    c = d.client()
+    assert c.value("return os.date('%Y') == os.date('!%Y') or true") is True
+    assert c.value("return #string.rep('x', 1000)") == 1000
+    i, call, pid = block_in_tool(c, d)
+    try:
+        f = status_fields(pid)
+        assert f["Uid"] == [str(NOBODY[0])] * 4, f["Uid"]
+        assert f["CapEff"] == ["0000000000000000"], f["CapEff"]
+        assert f["CapPrm"] == ["0000000000000000"], f["CapPrm"]
+        assert f["NoNewPrivs"] == ["1"], f["NoNewPrivs"]
+        assert f["Seccomp"] == ["2"], f["Seccomp"]
+        assert os.listdir("/proc/%d/root" % pid) == []
+        for ns in ("user", "net", "ipc", "mnt", "uts"):
+            mine = os.readlink("/proc/%d/ns/%s" % (d.pid, ns))
+            theirs = os.readlink("/proc/%d/ns/%s" % (pid, ns))
+            assert mine != theirs, (ns, mine, theirs)
+        # the empty root cannot be written, even by root on the host
+        with pytest.raises(OSError):
+            open("/proc/%d/root/x" % pid, "w")
+    finally:
+        c.reply(call, result="done")
+    r = c.wait(i)
+    assert r.ok, r
+    d.assert_no_leftovers()
 
 
 # ------------------------------------------------------------------ root: SIGSYS report
