@@ -630,7 +630,10 @@ void zygote_main(int argc, char **argv)
         _exit(1);
     }
     opts.filter = &prog;
-    lower_priority();
+    /* Not inside a user namespace: there CAP_SYS_NICE is the namespace's
+     * own, and the supervisor outside it could not undo nice 19. */
+    if (!opts.userns)
+        lower_priority();
     /* Performance (issue 6): consolidate the small blocks freed while the
      * state was built, once, here.  Otherwise the first large malloc in each
      * worker (contain.c's warm-up) walks and rewrites them all: ~7% of a

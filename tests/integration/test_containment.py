@@ -252,6 +252,11 @@ def test_non_root_daemon_gets_user_namespace_layers(daemon_factory):
             mine = os.readlink("/proc/%d/ns/%s" % (d.pid, ns))
             theirs = os.readlink("/proc/%d/ns/%s" % (pid, ns))
             assert mine != theirs, (ns, mine, theirs)
+        # the job's priority (default low: nice 10) reached the worker; a
+        # pool priority set inside the namespace could not be undone
+        with open("/proc/%d/stat" % pid) as fh:
+            nice = int(fh.read().rsplit(")", 1)[1].split()[16])
+        assert nice == 10, nice
         # the empty root cannot be written, even by root on the host
         with pytest.raises(OSError):
             open("/proc/%d/root/x" % pid, "w")
