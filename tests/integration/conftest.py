@@ -344,7 +344,11 @@ def scale():
 @pytest.fixture(scope="module")
 def daemon():
     d = Daemon()
-    d.start()
+    try:
+        d.start()
+    except BaseException:
+        d.cleanup()             # no daemon and no temporary directory left behind
+        raise
     yield d
     d.stop_and_check()
 

@@ -290,7 +290,11 @@ def attack_daemon():
     os.environ[SECRET_ENV] = "hunter2"
     try:
         d = Daemon(config=cfg)
-        d.start()
+        try:
+            d.start()
+        except BaseException:
+            d.cleanup()
+            raise
     finally:
         if old is None:
             del os.environ[SECRET_ENV]
@@ -334,7 +338,11 @@ def test_attacks_parallel_non_root():
         pytest.skip("ATTACKS_ONLY narrows the corpus")
     cfg = merge_config(ceilings={"max_reductions": "infinity", "cpu_ms": "infinity"})
     d = Daemon(config=cfg, run_as=(65534, 65534))
-    d.start()
+    try:
+        d.start()
+    except BaseException:
+        d.cleanup()
+        raise
     try:
         assert "not root" in d.stderr, d.stderr
         run_corpus_parallel(d)
