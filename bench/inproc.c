@@ -20,30 +20,7 @@
 #include <lua.h>
 #include <lualib.h>
 
-static double now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double pct(const double *v, size_t n, double p)
-{
-    size_t k = (size_t)(p / 100.0 * (double)n + 0.999999);
-
-    if (k < 1)
-        k = 1;
-    if (k > n)
-        k = n;
-    return v[k - 1];
-}
+#include "timing.h"
 
 static void fail(const char *what)
 {
@@ -69,7 +46,7 @@ static lua_Integer run_once(const char *code)
 
 static void m_latency(long n)
 {
-    double *lat = calloc((size_t)n, sizeof *lat), sum = 0;
+    double *lat = calloc((size_t)n, sizeof *lat);
     long i;
 
     if (!lat)
@@ -81,11 +58,7 @@ static void m_latency(long n)
         if (i >= 0)
             lat[i] = now_us() - t0;
     }
-    qsort(lat, (size_t)n, sizeof *lat, cmp_double);
-    for (i = 0; i < n; i++)
-        sum += lat[i];
-    printf("n=%ld\np50_us=%.1f\np99_us=%.1f\nmean_us=%.1f\n", n, pct(lat, (size_t)n, 50),
-           pct(lat, (size_t)n, 99), sum / (double)n);
+    print_latencies(lat, (size_t)n);
     free(lat);
 }
 
@@ -169,10 +142,7 @@ static void m_cpu(long repeat, const char *code)
         if (i == 0)
             printf("value=%lld\n", (long long)v);
     }
-    qsort(t, (size_t)repeat, sizeof *t, cmp_double);
-    qsort(cpu, (size_t)repeat, sizeof *cpu, cmp_double);
-    printf("best_s=%.4f\nmedian_s=%.4f\nbest_cpu_s=%.4f\n", t[0] / 1e6,
-           pct(t, (size_t)repeat, 50) / 1e6, cpu[0] / 1e6);
+    print_runs(t, cpu, (size_t)repeat);
     free(t);
     free(cpu);
 }

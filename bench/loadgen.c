@@ -40,6 +40,8 @@
 
 #include <jansson.h>
 
+#include "timing.h"
+
 extern char **environ;
 
 #define LUA_BIN  "/usr/bin/lua5.3"
@@ -59,48 +61,6 @@ static void die(const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     exit(1);
-}
-
-static double now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of a sorted array. */
-static double pct(const double *v, size_t n, double p)
-{
-    size_t k;
-
-    if (n == 0)
-        return 0;
-    k = (size_t)(p / 100.0 * (double)n + 0.999999);
-    if (k < 1)
-        k = 1;
-    if (k > n)
-        k = n;
-    return v[k - 1];
-}
-
-static void print_latencies(double *v, size_t n)
-{
-    double sum = 0;
-    size_t i;
-
-    qsort(v, n, sizeof *v, cmp_double);
-    for (i = 0; i < n; i++)
-        sum += v[i];
-    printf("n=%zu\np50_us=%.1f\np99_us=%.1f\nmean_us=%.1f\nmin_us=%.1f\nmax_us=%.1f\n",
-           n, pct(v, n, 50), pct(v, n, 99), n ? sum / (double)n : 0, n ? v[0] : 0,
-           n ? v[n - 1] : 0);
 }
 
 static void raise_nofile(rlim_t want)
@@ -461,10 +421,7 @@ static void m_cpu(long repeat, const char *code, const char *limits)
     }
     json_decref(params);
     cli_close(&c);
-    qsort(t, (size_t)repeat, sizeof *t, cmp_double);
-    qsort(cpu, (size_t)repeat, sizeof *cpu, cmp_double);
-    printf("best_s=%.4f\nmedian_s=%.4f\nbest_cpu_s=%.4f\n", t[0] / 1e6,
-           pct(t, (size_t)repeat, 50) / 1e6, cpu[0] / 1e6);
+    print_runs(t, cpu, (size_t)repeat);
     free(t);
     free(cpu);
 }
@@ -760,10 +717,7 @@ static void m_spawn_cpu(long repeat, const char *code)
         if (i == 0)
             printf("value=%s", buf);
     }
-    qsort(t, (size_t)repeat, sizeof *t, cmp_double);
-    qsort(cpu, (size_t)repeat, sizeof *cpu, cmp_double);
-    printf("best_s=%.4f\nmedian_s=%.4f\nbest_cpu_s=%.4f\n", t[0] / 1e6,
-           pct(t, (size_t)repeat, 50) / 1e6, cpu[0] / 1e6);
+    print_runs(t, cpu, (size_t)repeat);
     free(t);
     free(cpu);
     free(wrapped);
