@@ -747,14 +747,18 @@ static void check_limits(struct parse *p)
     }
 }
 
+/* What the parse saw of [daemon] key `name` (line, bad). */
+static const struct key_state *daemon_key(const struct parse *p, const char *name)
+{
+    return &p->keys[SEC_DAEMON][key_index(daemon_keys, N_DAEMON_KEYS, name)];
+}
+
 /* pool_size 0..max_workers: an explicit pool_size above it is an error; the
  * built-in pool_size is lowered to max_workers silently. */
 static void check_pool(struct parse *p)
 {
-    const struct key_state *sp = &p->keys[SEC_DAEMON][key_index(daemon_keys, N_DAEMON_KEYS,
-                                                                 "pool_size")];
-    const struct key_state *sw = &p->keys[SEC_DAEMON][key_index(daemon_keys, N_DAEMON_KEYS,
-                                                                 "max_workers")];
+    const struct key_state *sp = daemon_key(p, "pool_size");
+    const struct key_state *sw = daemon_key(p, "max_workers");
     struct config *c = p->c;
 
     if (sp->bad || sw->bad || c->pool_size <= c->max_workers)
@@ -771,10 +775,8 @@ static void check_pool(struct parse *p)
  * raised to it silently. */
 static void check_input(struct parse *p)
 {
-    const struct key_state *si = &p->keys[SEC_DAEMON][key_index(daemon_keys, N_DAEMON_KEYS,
-                                                                 "max_input_bytes")];
-    const struct key_state *sm = &p->keys[SEC_DAEMON][key_index(daemon_keys, N_DAEMON_KEYS,
-                                                                 "max_message_bytes")];
+    const struct key_state *si = daemon_key(p, "max_input_bytes");
+    const struct key_state *sm = daemon_key(p, "max_message_bytes");
     struct config *c = p->c;
     size_t need = c->max_message_bytes > SIZE_MAX - 2 ? SIZE_MAX : c->max_message_bytes + 2;
 
