@@ -548,16 +548,18 @@ static void spawn_worker(int zfd, struct luaenv *env, const struct contain_opts 
  * value needs that capability).  Forking and confining pool workers then
  * yields the CPU to running executions and to the supervisor instead of
  * delaying them: on 2 cores it took sequential latency p50 from ~320 us to
- * ~250 us.  Without the capability nothing changes. */
-static void lower_priority(void)
+ * ~250 us.  Without the capability nothing changes.  The capability that
+ * counts is the supervisor's, in the initial user namespace, so this is
+ * asked before the zygote enters one of its own (where it holds every
+ * capability, but only over that namespace). */
+static int may_lower_priority(void)
 {
     struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
     struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
 
     memset(data, 0, sizeof data);
-    if (syscall(SYS_capget, &hdr, data) == 0 &&
-        (data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE)))
-        (void)setpriority(PRIO_PROCESS, 0, 19);
+    return syscall(SYS_capget, &hdr, data) == 0 &&
+           (data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE));
 }
 
 void zygote_main(int argc, char **argv)
@@ -565,7 +567,7 @@ void zygote_main(int argc, char **argv)
     struct contain_opts opts = { 0 };
     struct sock_fprog prog = { 0 };
     struct luaenv *env;
-    int zfd;
+    int zfd, lower_prio;
 
     if (argc < 8)
         _exit(2);
@@ -575,6 +577,7 @@ void zygote_main(int argc, char **argv)
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (getppid() != opts.supervisor)
         _exit(1);
+    lower_prio = may_lower_priority();      /* before any user namespace */
     if (argv[4][0]) {
         opts.drop_privs = 1;
         opts.uid = (uid_t)strtoul(argv[4], NULL, 10);
@@ -630,10 +633,8 @@ void zygote_main(int argc, char **argv)
         _exit(1);
     }
     opts.filter = &prog;
-    /* Not inside a user namespace: there CAP_SYS_NICE is the namespace's
-     * own, and the supervisor outside it could not undo nice 19. */
-    if (!opts.userns)
-        lower_priority();
+    if (lower_prio)
+        (void)setpriority(PRIO_PROCESS, 0, 19);
     /* Performance (issue 6): consolidate the small blocks freed while the
      * state was built, once, here.  Otherwise the first large malloc in each
      * worker (contain.c's warm-up) walks and rewrites them all: ~7% of a
