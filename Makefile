@@ -34,7 +34,7 @@ ALL_CFLAGS = $(WARN) $(CFLAGS) -MMD -MP
 
 PROTO_SRCS  := $(wildcard proto/*.c)
 POLICY_SRCS := $(wildcard policy/*.c)
-DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c daemon/worker/*.c))
 CLIENT_SRCS := $(wildcard client/*.c)
 UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 

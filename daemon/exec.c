@@ -22,7 +22,7 @@
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/sched.h"
-#include "daemon/worker.h"
+#include "daemon/worker/worker.h"
 #include "daemon/wproc.h"
 #include "daemon/sup.h"
 #include "policy/seccomp.h"     /* containment: seccomp_syscall_name */

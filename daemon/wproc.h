@@ -47,7 +47,7 @@ struct wproc {
 
 struct wproc *wproc_new(struct sup *s, pid_t pid, int fd);
 /* The job's priority, applied from outside (setpriority).  The worker sets its
- * own RLIMIT_AS/RLIMIT_CPU from the job (daemon/worker.c apply_rlimits). */
+ * own RLIMIT_AS/RLIMIT_CPU from the job (daemon/worker/worker.c apply_rlimits). */
 void wproc_apply_limits(struct wproc *w, const struct limits *lim);
 /* Queue one frame with a JSON payload (borrowed).  0, or -1 on failure. */
 int  wproc_send_json(struct wproc *w, uint32_t type, const json_t *payload);

@@ -1,5 +1,7 @@
 /*
- * zygote.h - the process that forks workers, and the supervisor's handle on it.
+ * zygote.h - the supervisor's handle on the zygote (daemon/worker/zygote.c).
+ *
+ * Called only in the supervisor.
  *
  * The supervisor exec's its own binary as `sandboxd --zygote FD PPID [...]`
  * at start-up, before any client I/O.  The zygote builds the sandbox Lua
@@ -31,8 +33,5 @@ int  zygote_request(struct sup *s);
 void zygote_poll(struct sup *s);
 void zygote_died(struct sup *s, int status);
 void zygote_stop(struct sup *s);
-
-/* The zygote process itself: argv as built by zygote_start.  Never returns. */
-void zygote_main(int argc, char **argv) __attribute__((noreturn));
 
 #endif

@@ -22,7 +22,7 @@ LIBS="$PKG_LIBS -lm"
 
 # The project sources each target links (only proto/ is needed: the unit
 # tests, whose Lua setup the targets copy, use luaL_newstate+luaL_openlibs,
-# not daemon/luaenv.c).
+# not daemon/worker/luaenv.c).
 srcs_for() {
     case $1 in
     fuzz_ndjson_rpc) echo "proto/inbuf.c proto/ndjson.c proto/jsonrpc.c" ;;

@@ -47,7 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/worker.h"
+#include "daemon/worker/worker.h"
 #include "policy/contain.h"
 #include "policy/seccomp.h"
 #include "proto/chan.h"

@@ -11,7 +11,7 @@
  * frame is sent and the process _exits.  No stdio: after containment only
  * read/write on the channel, memory and clock syscalls are allowed.
  */
-#include "daemon/worker.h"
+#include "daemon/worker/worker.h"
 
 #include <jansson.h>
 #include <lauxlib.h>
@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/luaenv.h"
+#include "daemon/worker/luaenv.h"
 #include "proto/bindings.h"
 #include "proto/chan.h"
 #include "proto/codec.h"
