@@ -238,7 +238,7 @@ static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
                         "params.bindings must be the array returned by an earlier execute");
         return;
     }
-    if ((rc = limits_resolve(&s->cfg, p, &lim, err, sizeof err)) != 0) {
+    if ((rc = limits_resolve(&s->cfg.defaults, &s->cfg.ceilings, p, &lim, err, sizeof err)) != 0) {
         json_decref(tools);
         conn_send_error(c, m->id, rc == ERANGE ? "limit_out_of_range" : "invalid_params", NULL,
                         "%s", err);

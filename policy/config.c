@@ -1,5 +1,6 @@
 /*
- * config.c - sandboxd.conf parsing, built-in defaults, per-request limits.
+ * config.c - sandboxd.conf parsing and the built-in defaults.  The limit keys
+ * of [defaults] and [ceilings] come from policy/limits.h.
  *
  * The INI syntax is parsed by libinih (Debian's libinih 55).  inih gives its
  * handler no line number and has quirks we do not want, so every line goes
@@ -31,10 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
-
-/* Largest number a limit may hold: it must fit a JSON integer (jansson's
- * json_int_t is a signed 64-bit integer), both in requests and in describe. */
-#define LIMIT_MAX ((uint64_t)INT64_MAX)
 
 /* Longest message handed to the error callback; lines are short (inih). */
 #define MSG_MAX 512
@@ -96,55 +93,18 @@ static const struct key_spec worker_keys[] = {
     {"chroot", K_CHROOT, CFG(worker_chroot), 0},
 };
 
-/* The numeric members of struct limits.  One table serves the [defaults]
- * and [ceilings] sections, limits_resolve() and limits_to_json().  The
- * priority is not numeric and is handled beside these. */
-enum { LK_INF = 1u << 0,    /* "infinity" (LIMIT_INF) allowed */
-       LK_SUFFIX = 1u << 1, /* a size: K/M/G suffixes allowed in the file */
-       LK_NONZERO = 1u << 2 /* 0 is refused as ambiguous (Legion's max_heap) */ };
-
-struct limit_key {
-    const char *name;
-    size_t off; /* offset of a uint64_t in struct limits */
-    unsigned flags;
-};
-
-#define LIM(f) offsetof(struct limits, f)
-
-static const struct limit_key limit_keys[] = {
-    {"timeout_ms", LIM(timeout_ms), LK_INF},
-    {"max_heap", LIM(max_heap), LK_INF | LK_SUFFIX | LK_NONZERO},
-    {"max_reductions", LIM(max_reductions), LK_INF},
-    {"cpu_ms", LIM(cpu_ms), LK_INF},
-    {"max_output_bytes", LIM(max_output_bytes), LK_SUFFIX},
-    {"max_bindings_bytes", LIM(max_bindings_bytes), LK_SUFFIX},
-};
-
 #define N_DAEMON_KEYS (sizeof daemon_keys / sizeof daemon_keys[0])
 #define N_WORKER_KEYS (sizeof worker_keys / sizeof worker_keys[0])
-#define N_LIMIT_KEYS (sizeof limit_keys / sizeof limit_keys[0])
 /* Index of "priority" among a limits section's keys (after the numeric ones). */
-#define PRIO_KEY N_LIMIT_KEYS
+#define PRIO_KEY LIMIT_KEY_PRIORITY
 #define MAX_SECTION_KEYS N_DAEMON_KEYS
-
-static const char *const prio_names[] = {
-    [PRIO_LOW] = "low", [PRIO_NORMAL] = "normal", [PRIO_HIGH] = "high",
-};
+_Static_assert(LIMIT_NKEYS + 1 <= N_DAEMON_KEYS && N_WORKER_KEYS <= N_DAEMON_KEYS,
+               "MAX_SECTION_KEYS must hold every section's keys");
 
 static const char *const log_level_names[] = {
     [LOG_LVL_ERROR] = "error", [LOG_LVL_WARNING] = "warning", [LOG_LVL_NOTICE] = "notice",
     [LOG_LVL_INFO] = "info", [LOG_LVL_DEBUG] = "debug",
 };
-
-static uint64_t *limit_field(struct limits *l, const struct limit_key *k)
-{
-    return (uint64_t *)(void *)((char *)l + k->off);
-}
-
-static uint64_t limit_get(const struct limits *l, const struct limit_key *k)
-{
-    return *(const uint64_t *)(const void *)((const char *)l + k->off);
-}
 
 static void *config_field(struct config *c, const struct key_spec *k)
 {
@@ -160,17 +120,6 @@ static int key_index(const struct key_spec *keys, size_t n, const char *name)
     return -1;
 }
 
-/* Index of a [defaults]/[ceilings] key: in limit_keys, PRIO_KEY for
- * "priority", or -1. */
-static int limit_key_index(const char *name)
-{
-    for (size_t i = 0; i < N_LIMIT_KEYS; i++)
-        if (strcmp(limit_keys[i].name, name) == 0)
-            return (int)i;
-    return strcmp(name, "priority") == 0 ? (int)PRIO_KEY : -1;
-}
-
-/* Index of name in names[0..n), or -1. */
 static int name_index(const char *const *names, size_t n, const char *name)
 {
     for (size_t i = 0; i < n; i++)
@@ -514,7 +463,7 @@ static int parse_limit_value(struct limits *l, size_t idx, const char *v, char *
     int i;
 
     if (idx == PRIO_KEY) {
-        i = name_index(prio_names, sizeof prio_names / sizeof *prio_names, v);
+        i = priority_from_name(v);
         if (i < 0) {
             snprintf(why, whylen, "expected low, normal or high");
             return -1;
@@ -707,15 +656,6 @@ static int on_pair(void *user, const char *section, const char *name, const char
     return 1;
 }
 
-/* Text of a limit for messages: a number or "infinity". */
-static const char *limit_text(uint64_t v, char *buf, size_t len)
-{
-    if (v == LIMIT_INF)
-        return "infinity";
-    snprintf(buf, len, "%llu", (unsigned long long)v);
-    return buf;
-}
-
 /* The line to blame when a default and its ceiling disagree: the default's
  * line, or the ceiling's when the default is built in. */
 static int blame_line(const struct key_state *def, const struct key_state *ceil)
@@ -728,7 +668,7 @@ static void check_limits(struct parse *p)
     const struct limits *d = &p->c->defaults, *c = &p->c->ceilings;
     char b1[24], b2[24];
 
-    for (size_t i = 0; i <= N_LIMIT_KEYS; i++) {
+    for (size_t i = 0; i <= LIMIT_NKEYS; i++) {
         const struct key_state *sd = &p->keys[SEC_DEFAULTS][i], *sc = &p->keys[SEC_CEILINGS][i];
         if (sd->bad || sc->bad)
             continue;
@@ -736,7 +676,7 @@ static void check_limits(struct parse *p)
             if (d->priority > c->priority)
                 report(p, blame_line(sd, sc),
                        "[defaults] priority %s is above [ceilings] priority %s",
-                       prio_names[d->priority], prio_names[c->priority]);
+                       priority_name(d->priority), priority_name(c->priority));
             continue;
         }
         uint64_t dv = limit_get(d, &limit_keys[i]), cv = limit_get(c, &limit_keys[i]);
@@ -833,171 +773,4 @@ out:
     rc = p->nerr;
     free(p);
     return rc;
-}
-
-/* ------------------------------------------------------------------ */
-/* Per-request limits                                                  */
-
-static int fail(char *errbuf, size_t errlen, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *errbuf, size_t errlen, int code, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (errbuf && errlen) {
-        va_start(ap, fmt);
-        vsnprintf(errbuf, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
-
-/* One numeric limit from JSON v into *out; label names it in messages
- * ("timeout_ms", "limits.max_heap"). */
-static int resolve_number(const struct limit_key *k, const char *label, const json_t *v,
-                          uint64_t ceiling, uint64_t *out, char *errbuf, size_t errlen)
-{
-    char b1[24], b2[24];
-    uint64_t n;
-
-    if (json_is_integer(v) && json_integer_value(v) >= 0)
-        n = (uint64_t)json_integer_value(v);
-    else if ((k->flags & LK_INF) && json_is_string(v) &&
-             strcmp(json_string_value(v), "infinity") == 0)
-        n = LIMIT_INF;
-    else
-        return fail(errbuf, errlen, EINVAL, "%s must be a non-negative integer%s", label,
-                    (k->flags & LK_INF) ? " or \"infinity\"" : "");
-    if (n == 0 && (k->flags & LK_NONZERO))
-        return fail(errbuf, errlen, EINVAL,
-                    "%s must not be 0 (ambiguous; use \"infinity\" for no limit)", label);
-    if (n > ceiling)
-        return fail(errbuf, errlen, ERANGE, "%s %s%s%s is above the ceiling %s", label,
-                    n == LIMIT_INF ? "\"" : "", limit_text(n, b1, sizeof b1),
-                    n == LIMIT_INF ? "\"" : "", limit_text(ceiling, b2, sizeof b2));
-    *out = n;
-    return 0;
-}
-
-static int resolve_priority(const json_t *v, enum priority ceiling, enum priority *out,
-                            char *errbuf, size_t errlen)
-{
-    int i = -1;
-
-    if (json_is_string(v))
-        i = name_index(prio_names, sizeof prio_names / sizeof *prio_names,
-                       json_string_value(v));
-    if (i < 0)
-        return fail(errbuf, errlen, EINVAL,
-                    "limits.priority must be \"low\", \"normal\" or \"high\"");
-    if ((enum priority)i > ceiling)
-        return fail(errbuf, errlen, ERANGE, "limits.priority \"%s\" is above the ceiling \"%s\"",
-                    prio_names[i], prio_names[ceiling]);
-    *out = (enum priority)i;
-    return 0;
-}
-
-/* params.limits: every key known, then each value in table order. */
-static int resolve_limits_object(const struct config *c, const json_t *lim, struct limits *l,
-                                 char *errbuf, size_t errlen)
-{
-    char label[64];
-    const char *key;
-    json_t *v;
-    int rc;
-
-    if (!json_is_object(lim))
-        return fail(errbuf, errlen, EINVAL, "limits must be an object");
-    /* json_object_foreach only reads, but jansson's iterator wants json_t *. */
-    json_object_foreach((json_t *)lim, key, v) {
-        int idx = limit_key_index(key);
-        if (idx == 0) /* limit_keys[0] is timeout_ms */
-            return fail(errbuf, errlen, EINVAL,
-                        "unknown key limits.timeout_ms (timeout_ms belongs in params)");
-        if (idx < 0)
-            return fail(errbuf, errlen, EINVAL, "unknown key limits.%s", key);
-    }
-    for (size_t i = 1; i < N_LIMIT_KEYS; i++) { /* limit_keys[0] is timeout_ms */
-        const struct limit_key *k = &limit_keys[i];
-        v = json_object_get(lim, k->name);
-        if (!v)
-            continue;
-        snprintf(label, sizeof label, "limits.%s", k->name);
-        rc = resolve_number(k, label, v, limit_get(&c->ceilings, k), limit_field(l, k),
-                            errbuf, errlen);
-        if (rc)
-            return rc;
-    }
-    v = json_object_get(lim, "priority");
-    if (v)
-        return resolve_priority(v, c->ceilings.priority, &l->priority, errbuf, errlen);
-    return 0;
-}
-
-int limits_resolve(const struct config *c, const json_t *params, struct limits *out,
-                   char *errbuf, size_t errlen)
-{
-    struct limits l = c->defaults;
-    const json_t *v;
-    int rc;
-
-    if (params) {
-        if (!json_is_object(params))
-            return fail(errbuf, errlen, EINVAL, "params must be an object");
-        v = json_object_get(params, "timeout_ms");
-        if (v && (rc = resolve_number(&limit_keys[0], "timeout_ms", v, c->ceilings.timeout_ms,
-                                      &l.timeout_ms, errbuf, errlen)))
-            return rc;
-        v = json_object_get(params, "limits");
-        if (v && (rc = resolve_limits_object(c, v, &l, errbuf, errlen)))
-            return rc;
-    }
-    *out = l;
-    return 0;
-}
-
-json_t *limits_to_json(const struct limits *l)
-{
-    json_t *o = json_object();
-
-    if (!o)
-        return NULL;
-    for (size_t i = 0; i < N_LIMIT_KEYS; i++) {
-        uint64_t v = limit_get(l, &limit_keys[i]);
-        json_t *j;
-        if (v == LIMIT_INF)
-            j = json_string("infinity");
-        else if (v <= LIMIT_MAX)
-            j = json_integer((json_int_t)v);
-        else
-            goto fail; /* not a JSON integer; config and requests never hold it */
-        if (json_object_set_new(o, limit_keys[i].name, j) < 0)
-            goto fail;
-    }
-    if (json_object_set_new(o, "priority", json_string(priority_name(l->priority))) < 0)
-        goto fail;
-    return o;
-fail:
-    json_decref(o);
-    return NULL;
-}
-
-const char *priority_name(enum priority p)
-{
-    if ((unsigned)p < sizeof prio_names / sizeof *prio_names)
-        return prio_names[p];
-    return "unknown";
-}
-
-/* Workers never run above the daemon (nice 0), and never at a negative
- * nice: "high" only means "not lowered".  Unknown values get the lowest. */
-int priority_nice(enum priority p)
-{
-    switch (p) {
-    case PRIO_HIGH: return 0;
-    case PRIO_NORMAL: return 5;
-    case PRIO_LOW: break;
-    }
-    return 10;
 }

@@ -1,5 +1,6 @@
 /*
- * config.h - sandboxd.conf, built-in defaults, and per-request limits.
+ * config.h - sandboxd.conf and its built-in defaults.  The per-request
+ * limits it holds defaults and ceilings for are in policy/limits.h.
  *
  * Contract:
  *  - config_defaults() fills a config with the built-in defaults, which are
@@ -24,13 +25,6 @@
  *        call config_load() from two threads at once;
  *      - err may be NULL (errors are then only counted); msg is only valid
  *        during the call and carries no "FILE:LINE: " prefix.
- *  - limits_resolve() turns the `timeout_ms` and `limits` of an execute
- *    request into concrete limits: absent keys take the defaults; a value of
- *    the wrong type is EINVAL ("invalid_params"); a value above the ceiling is
- *    ERANGE ("limit_out_of_range").  A message naming the key goes in errbuf.
- *  - A limit of LIMIT_INF means "infinity" (off).
- *    Only params.timeout_ms and params.limits are read.  *out is written
- *    only on success.
  *  - config_free() releases what config_load()/config_defaults() allocated
  *    and zeroes *c, so freeing twice is harmless.
  *  - config_defaults() aborts when out of memory (it cannot report it).
@@ -43,19 +37,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define LIMIT_INF UINT64_MAX
-
-enum priority { PRIO_LOW = 0, PRIO_NORMAL = 1, PRIO_HIGH = 2 };
-
-struct limits {
-    uint64_t timeout_ms;         /* wall clock incl. tool waits; LIMIT_INF = off */
-    uint64_t max_heap;           /* bytes the Lua state may hold; LIMIT_INF = off */
-    uint64_t max_reductions;     /* VM instructions; LIMIT_INF = off (no hook) */
-    uint64_t cpu_ms;             /* worker CPU time; LIMIT_INF = off */
-    enum priority priority;
-    uint64_t max_output_bytes;   /* cap on captured print output */
-    uint64_t max_bindings_bytes; /* cap on returned bindings */
-};
+#include "policy/limits.h"
 
 enum log_level { LOG_LVL_ERROR = 0, LOG_LVL_WARNING, LOG_LVL_NOTICE, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
@@ -94,21 +76,5 @@ typedef void (*config_error_fn)(void *ctx, const char *file, int line, const cha
 void config_defaults(struct config *c);
 int  config_load(struct config *c, const char *path, config_error_fn err, void *ctx);
 void config_free(struct config *c);
-
-/* params may be NULL.  Returns 0, or EINVAL / ERANGE with errbuf set. */
-int limits_resolve(const struct config *c, const json_t *params, struct limits *out,
-                   char *errbuf, size_t errlen);
-
-/* JSON form of one limits struct (integers, "infinity", priority names);
- * new reference, or NULL when out of memory or a value other than LIMIT_INF
- * is above INT64_MAX (config_load and limits_resolve never produce one).
- * Used by `describe`. */
-json_t *limits_to_json(const struct limits *l);
-
-/* "low", "normal", "high"; "unknown" for an invalid p */
-const char *priority_name(enum priority p);
-/* nice value a worker runs at for priority p: low 10, normal 5, high 0
- * (never below the daemon's own 0); an invalid p gets 10 */
-int priority_nice(enum priority p);
 
 #endif

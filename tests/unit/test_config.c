@@ -639,7 +639,7 @@ static int resolve(const struct config *c, const char *json, struct limits *out,
     if (!params)
         fail_msg("bad test JSON %s: %s", json, je.text);
     err[0] = '\0';
-    rc = limits_resolve(c, params, out, err, errlen);
+    rc = limits_resolve(&c->defaults, &c->ceilings, params, out, err, errlen);
     json_decref(params);
     return rc;
 }
@@ -665,7 +665,7 @@ static void test_resolve_defaults(void **state)
     struct limits out;
     char err[128];
 
-    assert_int_equal(limits_resolve(&f->c, NULL, &out, err, sizeof err), 0);
+    assert_int_equal(limits_resolve(&f->c.defaults, &f->c.ceilings, NULL, &out, err, sizeof err), 0);
     assert_limits_equal(&out, &f->c.defaults);
     memset(&out, 0, sizeof out);
     assert_int_equal(resolve(&f->c, "{\"code\": \"return 1\", \"limits\": {}}", &out, err,
@@ -778,9 +778,9 @@ static void test_resolve_range_errors(void **state)
     struct limits out;
     char small[8];
     json_t *p = json_pack("{s:{s:I}}", "limits", "cpu_ms", (json_int_t)51);
-    assert_int_equal(limits_resolve(c, p, &out, small, sizeof small), ERANGE);
+    assert_int_equal(limits_resolve(&c->defaults, &c->ceilings, p, &out, small, sizeof small), ERANGE);
     assert_string_equal(small, "limits.");
-    assert_int_equal(limits_resolve(c, p, &out, NULL, 0), ERANGE);
+    assert_int_equal(limits_resolve(&c->defaults, &c->ceilings, p, &out, NULL, 0), ERANGE);
     json_decref(p);
 }
 
