@@ -322,8 +322,8 @@ static int arity_allowed(const json_t *f, size_t n)
 static void on_tool_call(struct exec *e, const struct exec_evdata *d)
 {
     const json_t *tool = NULL, *fn, *args = json_object_get(d->json, "args");
-    const char *tname = json_string_value(json_object_get(d->json, "tool"));
-    const char *fname = json_string_value(json_object_get(d->json, "function"));
+    const char *tname = rpc_cstring(json_object_get(d->json, "tool"));
+    const char *fname = rpc_cstring(json_object_get(d->json, "function"));
     json_t *id, *req;
 
     if (e->op != OP_EXECUTE || !tname || !fname || !json_is_array(args) ||
@@ -396,7 +396,7 @@ static void on_result(struct exec *e, const struct exec_evdata *d)
 
 static void on_error(struct exec *e, const struct exec_evdata *d)
 {
-    const char *kind = json_string_value(json_object_get(d->json, "kind"));
+    const char *kind = rpc_cstring(json_object_get(d->json, "kind"));
     const char *msg = json_string_value(json_object_get(d->json, "message"));
     json_t *line = json_object_get(d->json, "line");
     json_t *tb = json_object_get(d->json, "traceback");
@@ -632,10 +632,12 @@ int exec_tool_response(struct conn *c, const json_t *id, const json_t *result,
     struct list_head *pos, *tmp;
     const char *sid = json_string_value(id);
 
+    /* Exact match, length included: "<id>\u0000junk" is another id. */
     list_for_each_safe(pos, tmp, &c->execs) {
         struct exec *e = list_entry(pos, struct exec, conn_node);
         struct exec_evdata d = { 0 };
-        if (!sid || e->state != ST_WAIT_TOOL || strcmp(e->tool_id, sid) != 0)
+        if (!sid || e->state != ST_WAIT_TOOL ||
+            !rpc_string_is(id, e->tool_id, strlen(e->tool_id)))
             continue;
         if (result) {
             d.json = result;

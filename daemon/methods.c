@@ -71,16 +71,17 @@ static json_t *norm_function(const char *tool, const json_t *f, char *err, size_
     size_t i;
 
     if (json_is_string(f)) {
-        name = json_string_value(f);
+        name = rpc_cstring(f);
     } else if (json_is_object(f) && json_is_string(json_object_get(f, "name"))) {
-        name = json_string_value(json_object_get(f, "name"));
+        name = rpc_cstring(json_object_get(f, "name"));
         ar = json_object_get(f, "arities");
     } else {
         snprintf(err, errlen, "tools[%s].functions: each entry must be a name or {\"name\": ..}", tool);
         return NULL;
     }
-    if (!is_identifier(name) || strcmp(name, "__module") == 0) {
-        snprintf(err, errlen, "tool %s: function name '%.64s' is not a Lua identifier", tool, name);
+    if (!name || !is_identifier(name) || strcmp(name, "__module") == 0) {
+        snprintf(err, errlen, "tool %s: function name '%.64s' is not a Lua identifier", tool,
+                 name ? name : "(with NUL)");
         return NULL;
     }
     if (ar && !json_is_null(ar)) {
@@ -116,21 +117,22 @@ static json_t *norm_tools(const json_t *tools, char *err, size_t errlen)
         goto fail;
     }
     json_array_foreach(tools, i, t) {
-        const char *name = json_string_value(json_object_get(t, "name"));
+        const char *name = rpc_cstring(json_object_get(t, "name"));
         const json_t *module = json_object_get(t, "module");
         const json_t *functions = json_object_get(t, "functions");
         json_t *tool;
 
         if (!json_is_object(t) || !name) {
-            snprintf(err, errlen, "tools[%zu] must be an object with a string \"name\"", i);
+            snprintf(err, errlen, "tools[%zu] must be an object with a string \"name\" "
+                     "(without NUL)", i);
             goto fail;
         }
         if (!is_identifier(name) || is_reserved(name)) {
             snprintf(err, errlen, "tool name '%.64s' is not a free Lua identifier", name);
             goto fail;
         }
-        if (module && !json_is_null(module) && !json_is_string(module)) {
-            snprintf(err, errlen, "tool %s: module must be a string", name);
+        if (module && !json_is_null(module) && !rpc_cstring(module)) {
+            snprintf(err, errlen, "tool %s: module must be a string without NUL", name);
             goto fail;
         }
         if (functions && !json_is_null(functions) &&

@@ -75,7 +75,7 @@ static int resolve_number(const struct limit_key *k, const char *label, const js
     if (json_is_integer(v) && json_integer_value(v) >= 0)
         n = (uint64_t)json_integer_value(v);
     else if ((k->flags & LK_INF) && json_is_string(v) &&
-             strcmp(json_string_value(v), "infinity") == 0)
+             json_string_length(v) == 8 && memcmp(json_string_value(v), "infinity", 8) == 0)
         n = LIMIT_INF;
     else
         return fail(errbuf, errlen, EINVAL, "%s must be a non-negative integer%s", label,
@@ -96,7 +96,8 @@ static int resolve_priority(const json_t *v, enum priority ceiling, enum priorit
 {
     int i = -1;
 
-    if (json_is_string(v))
+    /* exact: "low\u0000x" is not "low" */
+    if (json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v))
         i = priority_from_name(json_string_value(v));
     if (i < 0)
         return fail(errbuf, errlen, EINVAL,

@@ -23,13 +23,27 @@ static int id_usable(const json_t *id)
     return json_is_string(id) || json_is_integer(id);
 }
 
+int rpc_string_is(const json_t *s, const char *text, size_t n)
+{
+#if defined(MUTATE_ID_EXACT)
+    (void)n;
+    return json_is_string(s) && strcmp(json_string_value(s), text) == 0; /* mutant: C strings */
+#endif
+    return json_is_string(s) && json_string_length(s) == n
+        && memcmp(json_string_value(s), text, n) == 0;
+}
+
+const char *rpc_cstring(const json_t *s)
+{
+    const char *v = json_string_value(s);
+
+    return v && strlen(v) == json_string_length(s) ? v : NULL;
+}
+
 /* A string member equal to text, byte for byte (so "2.0\u0000" is not). */
 static int string_is(const json_t *s, const char *text)
 {
-    size_t n = strlen(text);
-
-    return json_is_string(s) && json_string_length(s) == n
-        && memcmp(json_string_value(s), text, n) == 0;
+    return rpc_string_is(s, text, strlen(text));
 }
 
 static enum rpc_type invalid(struct rpc_msg *msg, const char *why)
@@ -47,7 +61,7 @@ static enum rpc_type classify_call(struct rpc_msg *msg, json_t *method)
     if (!json_is_string(method))
         return invalid(msg, "method must be a string");
     /* A NUL inside would make the C string name a different method. */
-    if (strlen(json_string_value(method)) != json_string_length(method))
+    if (!rpc_cstring(method))
         return invalid(msg, "method must not contain NUL");
     if (id != NULL && !id_usable(id))
         return invalid(msg, "id must be a string or an integer");

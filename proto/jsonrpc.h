@@ -52,6 +52,14 @@ struct rpc_msg {
 void rpc_parse(const char *line, size_t len, struct rpc_msg *msg);
 void rpc_msg_clear(struct rpc_msg *msg);
 
+/* Exact string tests for text a peer sent, which may hold "\u0000": a C
+ * string view would end at the first NUL and take "id\u0000junk" for "id".
+ * rpc_string_is(): s is a JSON string equal to text[0..n), length included.
+ * rpc_cstring(): the value of s when it is a string without NUL (so the C
+ * string is the whole of it), else NULL. */
+int rpc_string_is(const json_t *s, const char *text, size_t n);
+const char *rpc_cstring(const json_t *s);
+
 /* Error kinds of CONTRACT section 5.  Returns 0 for an unknown kind. */
 int rpc_kind_code(const char *kind);
 /* Nonzero if kind names one of the contract's kinds. */

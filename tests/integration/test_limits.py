@@ -122,6 +122,18 @@ def test_priority(client):
         assert client.value("return 1", limits={"priority": p}) == 1
 
 
+@pytest.mark.parametrize("params", [
+    {"limits": {"priority": "low\u0000x"}},
+    {"timeout_ms": "infinity\u0000"},      # the ceilings are finite: "infinity" is out of range
+    {"limits": {"max_reductions": "infinity\u0000x"}},
+])
+def test_limit_words_compared_exactly(client, params):
+    """"low\u0000x" is not "low" and "infinity\u0000" not "infinity": a word
+    with a NUL is a wrong value (invalid_params), not the word it starts with."""
+    r = client.execute("return 1", **params)
+    assert r.kind == "invalid_params", r
+
+
 # ------------------------------------------------------------------ sandbox surface
 
 def test_absent_globals(client):

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 import sbx
 from sbx import NO_REPLY, ToolError, strip_lua_position
 
@@ -355,3 +357,31 @@ def test_many_tool_calls(client):
                        tools=[{"name": "T", "functions": ["f"]}], handlers={"T.f": lambda a: a[0]})
     assert r["value"] == 125250
     assert r["stats"]["tool_calls"] == 500
+
+
+def test_tool_answer_id_with_nul_is_another_id(client):
+    """Ids are compared exactly, length included: an answer whose id is the
+    pending call's id followed by "\\u0000junk" answers nothing."""
+    i = client.send_execute("local a = Echo.give() return a * 6", tools=[ECHO],
+                            handlers={"Echo.give": lambda a: NO_REPLY})
+    call = client.wait_deferred(1)
+    client.send_msg({"jsonrpc": "2.0", "id": call.id + "\u0000junk", "result": 666})
+    client.send_msg({"jsonrpc": "2.0", "id": call.id + "\u0000",
+                     "error": {"code": 1, "message": "forged", "data": {"abort": True}}})
+    client.assert_quiet_until_ping()
+    client.reply(call, 7)
+    r = client.wait(i)
+    assert r.ok and r.result["value"] == 42, r
+
+
+@pytest.mark.parametrize("tool", [
+    {"name": "Echo\u0000x", "functions": ["give"]},
+    {"name": "Echo", "functions": ["give\u0000x"]},
+    {"name": "Echo", "functions": [{"name": "give\u0000"}]},
+    {"name": "Echo", "module": "M\u0000x", "functions": ["give"]},
+])
+def test_tool_names_with_nul_refused(client, tool):
+    """A name is used as a C string further on: one with NUL is refused, not
+    cut short at the NUL."""
+    r = client.execute("return 1", tools=[tool])
+    assert r.kind == "invalid_params", r
