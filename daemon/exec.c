@@ -68,6 +68,22 @@ static const char *const worker_kinds[] = {
 
 static void exec_free(struct exec *e);
 
+/* Take e out of the scheduler's lists (the queue, or the executions that
+ * wait for a worker) if it is in one.  The counters move with a removal
+ * only: an execution that was never queued (refused at submission) has an
+ * unlinked q_node and changes nothing. */
+static void exec_unlist(struct exec *e)
+{
+    if (!list_linked(&e->q_node))
+        return;
+    if (e->state == ST_QUEUED) {
+        sched_unqueue(e);
+    } else if (e->state == ST_STARTING) {
+        list_del(&e->q_node);
+        sup_count_down(&e->sup->n_starting, "n_starting");
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* answers                                                              */
 
@@ -502,8 +518,7 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
         s->n_starting++;
         break;
     case XE_WORKER:
-        list_del(&e->q_node);
-        s->n_starting--;
+        exec_unlist(e);
         exec_run(e, d->w);
         break;
     case XE_OUTPUT:
@@ -556,18 +571,12 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
     case XE_CANCEL:
         if (e->state == ST_FINISHING)
             break;      /* already answered */
-        if (e->state == ST_QUEUED)
-            sched_unqueue(e);
-        else if (e->state == ST_STARTING)
-            s->n_starting--;
+        exec_unlist(e);
         exec_fail(e, "cancelled", NULL, NULL, "execution cancelled");
         exec_finish(e);
         break;
     case XE_DISCONNECT:
-        if (e->state == ST_QUEUED)
-            sched_unqueue(e);
-        else if (e->state == ST_STARTING)
-            s->n_starting--;
+        exec_unlist(e);
         list_del(&e->conn_node);
         e->conn = NULL;
         if (e->state != ST_FINISHING)
@@ -686,10 +695,19 @@ void exec_abort(struct exec *e, const char *why)
 {
     if (e->state >= ST_FINISHING)
         return;
-    if (e->state == ST_QUEUED)
-        sched_unqueue(e);
-    else if (e->state == ST_STARTING)
-        e->sup->n_starting--;
+    exec_unlist(e);
     exec_fail(e, "cancelled", NULL, NULL, "%s", why);
     exec_finish(e);
+}
+
+void exec_refuse(struct exec *e, const char *kind, json_t *data, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    exec_fail(e, kind, data, NULL, "%s", msg);
+    exec_free(e);
 }

@@ -107,6 +107,11 @@ int exec_tool_response(struct conn *c, const json_t *id, const json_t *result,
 void exec_detach_all(struct conn *c);
 /* Free an execution that never left QUEUED and was never queued (busy). */
 void exec_drop(struct exec *e);
+/* Answer an execution that was never queued with error `kind` (data stolen,
+ * may be NULL; output and output_truncated are added), log its outcome and
+ * free it: the daemon is stopping, or workers cannot be started. */
+void exec_refuse(struct exec *e, const char *kind, json_t *data, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Answer an open execution with `cancelled` (shutdown). */
 void exec_abort(struct exec *e, const char *why);
 

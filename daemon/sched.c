@@ -35,6 +35,15 @@ static int has_capacity(const struct sup *s)
     return s->procs + need_new < s->cfg.max_workers;
 }
 
+void sup_count_down(unsigned *counter, const char *name)
+{
+    if (*counter == 0) {
+        log_err("internal: counter %s would go below zero; kept at 0", name);
+        return;
+    }
+    (*counter)--;
+}
+
 static void rr_enqueue(struct exec *e)
 {
     struct conn *c = e->conn;
@@ -50,8 +59,10 @@ void sched_unqueue(struct exec *e)
 {
     struct conn *c = e->conn;
 
+    if (!list_linked(&e->q_node))
+        return;         /* never queued: nothing to take out, nothing to count */
     list_del(&e->q_node);
-    e->sup->queued--;
+    sup_count_down(&e->sup->queued, "queued");
     if (c && list_empty(&c->queue))
         list_del(&c->rr_node);
 }
@@ -91,7 +102,7 @@ void sched_pump(struct sup *s)
             struct wproc *w = list_first(&s->idle, struct wproc, pool_node);
             struct exec_evdata d = { .w = w };
             list_del(&w->pool_node);
-            s->n_idle--;
+            sup_count_down(&s->n_idle, "n_idle");
             exec_event(e, XE_WORKER, &d);
         }
         if (s->queued == 0 || !has_capacity(s))
@@ -106,7 +117,7 @@ void sched_pump(struct sup *s)
     while (s->n_idle > (s->stopping ? 0 : s->cfg.pool_size) && list_empty(&s->starting)) {
         struct wproc *w = list_first(&s->idle, struct wproc, pool_node);
         list_del(&w->pool_node);
-        s->n_idle--;
+        sup_count_down(&s->n_idle, "n_idle");
         wproc_kill(w);
     }
     /* then keep the warm pool full */
@@ -122,8 +133,8 @@ void sched_submit(struct exec *e)
 {
     struct sup *s = e->sup;
 
-    if (s->stopping) {
-        exec_abort(e, "the daemon is shutting down");
+    if (s->stopping) {          /* refused at once, never queued */
+        exec_refuse(e, "cancelled", NULL, "the daemon is shutting down");
         return;
     }
     if (s->queued == 0 && has_capacity(s)) {

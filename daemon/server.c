@@ -184,6 +184,30 @@ static void make_parent_dir(const char *path)
         log_warn("mkdir %s: %s", dir, strerror(errno));
 }
 
+/* Remove the socket file this daemon bound, and only that one: whatever
+ * sits at the path now (a newer daemon's socket, a file an operator put
+ * there) is left alone unless it is the very inode recorded at bind. */
+static void unlink_own_socket(struct sup *s, const char *path)
+{
+    struct stat st;
+
+    if (!s->socket_owned || !path)
+        return;
+    s->socket_owned = 0;
+#if !defined(MUTATE_SOCKET_INODE)
+    if (lstat(path, &st) != 0)
+        return;
+    if (!S_ISSOCK(st.st_mode) || st.st_dev != s->socket_dev || st.st_ino != s->socket_ino) {
+        log_notice("%s is no longer the socket this daemon bound; leaving it", path);
+        return;
+    }
+#else
+    (void)st;       /* test-only mutant (tests/mutation): unlink whatever is there */
+#endif
+    if (unlink(path) != 0 && errno != ENOENT)
+        log_warn("unlink %s: %s", path, strerror(errno));
+}
+
 static int create_socket(struct sup *s, const char *path)
 {
     struct sockaddr_un addr = { .sun_family = AF_UNIX };
@@ -216,7 +240,11 @@ static int create_socket(struct sup *s, const char *path)
         goto fail;
     }
     umask(old);
-    s->socket_owned = 1;
+    if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+        s->socket_owned = 1;
+        s->socket_dev = st.st_dev;
+        s->socket_ino = st.st_ino;
+    }
     if (chmod(path, s->cfg.socket_mode) != 0)
         log_warn("chmod %s: %s", path, strerror(errno));
     if (s->cfg.socket_group && *s->cfg.socket_group) {
@@ -237,9 +265,7 @@ fail:
     log_err("%s: %s", path, strerror(errno));
     if (fd >= 0)
         close(fd);
-    if (s->socket_owned)
-        unlink(path);
-    s->socket_owned = 0;
+    unlink_own_socket(s, path);
     return -1;
 }
 
@@ -277,7 +303,5 @@ void server_close(struct sup *s)
     ev_timer_stop(s->loop, &s->accept_pause);
     close(s->listen_fd);
     s->listen_fd = -1;
-    if (s->socket_owned && s->socket_path)
-        unlink(s->socket_path);
-    s->socket_owned = 0;
+    unlink_own_socket(s, s->socket_path);
 }

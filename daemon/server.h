@@ -8,7 +8,9 @@
  *    is created if missing, and the file gets the configured mode and group.
  *  - Accepted peers are checked with SO_PEERCRED against allow_uids and
  *    allow_gids; a refused peer gets one `forbidden` error and is closed.
- *  - server_close() stops accepting and removes the file if we created it.
+ *  - server_close() stops accepting and removes the file if we created it
+ *    and it is still the one we bound (same device and inode, recorded at
+ *    bind): a file that replaced it at the path is never removed.
  */
 #ifndef SANDBOXD_SERVER_H
 #define SANDBOXD_SERVER_H

@@ -41,6 +41,8 @@ struct sup {
     /* listener */
     int      listen_fd;
     int      socket_owned;        /* we created the file: unlink at exit */
+    dev_t    socket_dev;          /* ... and it is this file (lstat after bind): */
+    ino_t    socket_ino;          /* another one at the path now is left alone */
     char    *socket_path;         /* owned */
     ev_io    accept_io;
     ev_timer accept_pause;
@@ -77,6 +79,12 @@ struct sup {
     ev_tstamp grace_start;
     ev_signal sig_chld, sig_term, sig_int, sig_hup;
 };
+
+/* Decrement one of the counters above.  They only ever count list members
+ * or requests that exist, so a decrement at zero is a bookkeeping bug: it is
+ * logged and the counter stays at zero instead of wrapping to UINT_MAX (a
+ * wrapped `queued` made the scheduler pop an empty queue). */
+void sup_count_down(unsigned *counter, const char *name);
 
 /* The version string and protocol version reported by describe/--version. */
 #define SANDBOXD_VERSION  "0.1.0"

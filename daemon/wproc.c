@@ -261,10 +261,10 @@ void wproc_exited(struct wproc *w, int status, uint64_t cpu_us)
     list_del(&w->node);
     if (list_linked(&w->pool_node)) {
         list_del(&w->pool_node);
-        s->n_idle--;
+        sup_count_down(&s->n_idle, "n_idle");
         log_warn("pooled worker %d died (status 0x%x)", (int)w->pid, status);
     }
-    s->procs--;
+    sup_count_down(&s->procs, "procs");
     e = w->exec;
     if (e) {
         e->w = NULL;
