@@ -249,13 +249,18 @@ static void cpu_cb(struct ev_loop *loop, ev_timer *t, int revents)
 static void exec_run(struct exec *e, struct wproc *w)
 {
     struct sup *s = e->sup;
+    int rc;
 
     e->w = w;
     w->exec = e;
     e->t_start = ev_time();
     wproc_apply_limits(w, &e->lim);
-    if (wproc_send_json(w, CHAN_JOB, e->job) < 0) {
-        exec_fail(e, "internal_error", NULL, NULL, "could not send the job to the worker");
+    if ((rc = wproc_send_json(w, CHAN_JOB, e->job)) < 0) {
+        if (rc == -2)
+            exec_fail(e, "invalid_params", NULL, NULL, "the job is larger than a worker "
+                      "accepts (%zu bytes once encoded)", (size_t)CHAN_JOB_MAX);
+        else
+            exec_fail(e, "internal_error", NULL, NULL, "could not send the job to the worker");
         exec_finish(e);
         return;
     }
@@ -544,9 +549,17 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
         json_t *ans = ev == XE_TOOL_OK ?
             json_pack("{s:b,s:O}", "ok", 1, "value", d->json) :
             json_pack("{s:b,s:s}", "ok", 0, "message", d->why);
+        int rc = ans ? wproc_send_json(e->w, CHAN_TOOL_RESULT, ans) : -1;
+
         e->tool_id[0] = '\0';
         e->state = ST_RUNNING;
-        if (!ans || wproc_send_json(e->w, CHAN_TOOL_RESULT, ans) < 0) {
+        if (rc == -2) {     /* a tool error the chunk can catch, not a dead worker */
+            json_decref(ans);
+            ans = json_pack("{s:b,s:s}", "ok", 0, "message", "the tool's answer is larger "
+                            "than a worker accepts once encoded");
+            rc = ans ? wproc_send_json(e->w, CHAN_TOOL_RESULT, ans) : -1;
+        }
+        if (rc < 0) {
             exec_fail(e, "internal_error", NULL, NULL, "could not pass the tool result on");
             exec_finish(e);
         }

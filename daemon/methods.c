@@ -240,6 +240,19 @@ static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
                         "params.bindings must be the array returned by an earlier execute");
         return;
     }
+    /* Checked here, not only in the worker: valid bindings re-encode to at
+     * most their own size (no reals, canonical forms), so the job frame
+     * stays within what a worker reads. */
+    if (json_is_array(bindings) && json_array_size(bindings) > 0) {
+        const char *berr = NULL;
+        json_t *names = bindings_names(bindings, &berr);
+        if (!names) {
+            json_decref(tools);
+            conn_send_error(c, m->id, "invalid_params", NULL, "%s", berr ? berr : "malformed bindings");
+            return;
+        }
+        json_decref(names);
+    }
     if ((rc = limits_resolve(&s->cfg.defaults, &s->cfg.ceilings, p, &lim, err, sizeof err)) != 0) {
         json_decref(tools);
         conn_send_error(c, m->id, rc == ERANGE ? "limit_out_of_range" : "invalid_params", NULL,

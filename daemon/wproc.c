@@ -23,12 +23,34 @@
 static void wproc_read_cb(struct ev_loop *loop, ev_io *io, int revents);
 static void wproc_write_cb(struct ev_loop *loop, ev_io *io, int revents);
 
-/* The largest frame a worker may send: a result value up to
- * max_message_bytes plus bindings up to the bindings ceiling, plus room for
- * the envelope. */
-static size_t max_frame(const struct sup *s)
+/* Room in a frame for what no limit names: the envelope, stats, the error
+ * frame's message and traceback (TEXT_MAX each in the worker, escaped at
+ * most six-fold), a tool call's tool and function names. */
+#define FRAME_SLACK ((size_t)1 << 20)
+
+static size_t sat_add(size_t a, uint64_t b)
 {
-    return s->cfg.max_message_bytes + (size_t)s->cfg.ceilings.max_bindings_bytes + (1u << 20);
+    return b > SIZE_MAX - a ? SIZE_MAX : a + (size_t)b;
+}
+
+/*
+ * The largest frame a worker may send for limits lim: the sum of every part
+ * any frame type can carry.  CHAN_RESULT is the largest: the value (at most
+ * max_message_bytes, the job's max_result_bytes), the bindings (at most
+ * max_bindings_bytes) and binding_names (every name is also in the bindings:
+ * at most max_bindings_bytes again).  CHAN_TOOL_CALL carries args up to
+ * max_result_bytes, CHAN_ERROR only bounded text; CHAN_OUTPUT and
+ * CHAN_SYSCALL have their own fixed bounds (proto/chan.h).
+ */
+static size_t max_frame(const struct sup *s, const struct limits *lim)
+{
+    size_t n = sat_add(FRAME_SLACK, s->cfg.max_message_bytes);
+
+    n = sat_add(n, lim->max_bindings_bytes);            /* bindings */
+#if !defined(MUTATE_FRAME_BOUND)
+    n = sat_add(n, lim->max_bindings_bytes);            /* binding_names */
+#endif
+    return n;
 }
 
 struct wproc *wproc_new(struct sup *s, pid_t pid, int fd)
@@ -40,7 +62,7 @@ struct wproc *wproc_new(struct sup *s, pid_t pid, int fd)
     w->sup = s;
     w->pid = pid;
     w->fd = fd;
-    chan_reader_init(&w->rd, max_frame(s), 1);
+    chan_reader_init(&w->rd, max_frame(s, &s->cfg.ceilings), 1);
     list_init(&w->pool_node);
     list_add_tail(&s->workers, &w->node);
     ev_io_init(&w->rio, wproc_read_cb, fd, EV_READ);
@@ -65,6 +87,7 @@ struct wproc *wproc_find(struct sup *s, pid_t pid)
 
 void wproc_apply_limits(struct wproc *w, const struct limits *lim)
 {
+    w->rd.max_payload = max_frame(w->sup, lim);     /* nothing is held before the job */
     /* RLIMIT_AS and RLIMIT_CPU are lowered by the worker itself (see the job's
      * rlimit_* fields): prlimit on a worker that runs under another uid would
      * need CAP_SYS_RESOURCE.  Raising the nice value of a process we may
@@ -96,11 +119,23 @@ int wproc_send_json(struct wproc *w, uint32_t type, const json_t *payload)
     size_t flen;
     int rc;
 
+    size_t bound = type == CHAN_JOB ? CHAN_JOB_MAX : CHAN_TOOL_RESULT_MAX, tlen;
+
     if (w->fd < 0 || w->killed)
         return -1;
     if (!(text = json_dumps(payload, JSON_COMPACT | JSON_ENCODE_ANY)))
         return -1;
-    frame = chan_frame_new(type, text, strlen(text), &flen);
+    /* Re-encoding can grow a payload (0.1 prints as 0.10000000000000001):
+     * judge what is sent, not what was received. */
+    tlen = strlen(text);
+#if defined(MUTATE_SEND_BOUND)
+    bound = SIZE_MAX;                   /* mutant: the worker dies on it */
+#endif
+    if (tlen > bound) {
+        free(text);
+        return -2;
+    }
+    frame = chan_frame_new(type, text, tlen, &flen);
     free(text);
     if (!frame)
         return -1;

@@ -46,10 +46,13 @@ struct wproc {
 };
 
 struct wproc *wproc_new(struct sup *s, pid_t pid, int fd);
-/* The job's priority, applied from outside (setpriority).  The worker sets its
+/* The job's frame bound (every part a frame may carry under lim) and its
+ * priority, applied from outside (setpriority).  The worker sets its
  * own RLIMIT_AS/RLIMIT_CPU from the job (daemon/worker/worker.c apply_rlimits). */
 void wproc_apply_limits(struct wproc *w, const struct limits *lim);
-/* Queue one frame with a JSON payload (borrowed).  0, or -1 on failure. */
+/* Queue one frame with a JSON payload (borrowed).  0; -2 when the encoded
+ * payload is above what the worker reads for that type (CHAN_JOB_MAX,
+ * CHAN_TOOL_RESULT_MAX; nothing is queued); -1 on other failures. */
 int  wproc_send_json(struct wproc *w, uint32_t type, const json_t *payload);
 void wproc_kill(struct wproc *w);
 /* Kill for a protocol violation and tell its execution (EV_BAD). */

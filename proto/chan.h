@@ -44,6 +44,11 @@ enum chan_type {
 
 #define CHAN_HEADER_SIZE 8
 #define CHAN_OUTPUT_MAX  65536u   /* largest single CHAN_OUTPUT payload */
+/* The largest CHAN_JOB and CHAN_TOOL_RESULT payloads the worker reads (it
+ * must bound them before it knows any limit).  The supervisor refuses to
+ * queue a larger one rather than have the worker die on it. */
+#define CHAN_JOB_MAX          ((size_t)64 << 20)
+#define CHAN_TOOL_RESULT_MAX  ((size_t)64 << 20)
 
 struct chan_header {
     uint32_t type;

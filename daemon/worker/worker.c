@@ -27,8 +27,8 @@
 #include "proto/chan.h"
 #include "proto/codec.h"
 
-#define JOB_MAX_BYTES       ((size_t)64 << 20)
-#define TOOL_RESULT_MAX     ((size_t)64 << 20)
+#define JOB_MAX_BYTES       CHAN_JOB_MAX
+#define TOOL_RESULT_MAX     CHAN_TOOL_RESULT_MAX
 #define TEXT_MAX            8192            /* messages and tracebacks */
 #define DEFAULT_OUTPUT      ((size_t)1 << 20)
 #define DEFAULT_RESULT      ((size_t)16 << 20)

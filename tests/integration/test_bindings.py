@@ -2,6 +2,8 @@
 
 import json
 
+import sbx
+
 WEATHER = [{"name": "Weather", "module": "MyApp.Tools.Weather",
             "functions": [{"name": "get", "arities": [1, 2]}]}]
 
@@ -215,3 +217,19 @@ def test_odd_global_names(client):
     assert sorted(r["binding_names"]) == sorted(["a b", "\u00e9t\u00e9"]), r["binding_names"]
     v = client.value("return _G['a b'], _G['\\u{E9}t\\u{E9}'], _G[1]", bindings=roundtrip(r["bindings"]))
     assert v == [1, 2, None]
+
+
+def test_result_frame_bound_counts_binding_names(daemon_factory):
+    """The worker's result frame carries the value, the bindings and
+    binding_names, and each name is in both: a result within the limits (a
+    global name of most of max_bindings_bytes beside a value of most of
+    max_message_bytes) is answered, not `crashed` as an oversized frame."""
+    d = daemon_factory(daemon={"max_message_bytes": 1 << 20},
+                       defaults={"max_bindings_bytes": 4000000},
+                       ceilings={"max_bindings_bytes": 4000000})
+    c = d.client()
+    r = c.execute("_G[string.rep('n', 3500000)] = 1 return string.rep('v', 1000000)",
+                  limits={"max_bindings_bytes": 4000000}, timeout=30 * sbx.SCALE)
+    assert r.ok, r
+    assert len(r.result["value"]) == 1000000
+    assert r.result["binding_names"] == ["n" * 3500000]
