@@ -72,6 +72,7 @@ static const struct {
     {"cpu_limit", CTL_EXIT_LIMIT},
     {"crashed", CTL_EXIT_LIMIT},
     {"bindings_too_large", CTL_EXIT_LIMIT},
+    {"tool_call_limit", CTL_EXIT_LIMIT},
     {"cancelled", CTL_EXIT_CANCELLED},
     {"tool_aborted", CTL_EXIT_CANCELLED},
     {"busy", CTL_EXIT_BUSY},

@@ -84,7 +84,7 @@ static const char usage_text[] =
 "    2  usage error, unreadable input; invalid_params, limit_out_of_range,\n"
 "       method_not_found, code_too_large, message_too_large\n"
 "    3  timeout, memory_limit, reductions_limit, cpu_limit, crashed,\n"
-"       bindings_too_large\n"
+"       bindings_too_large, tool_call_limit\n"
 "    4  cancelled, tool_aborted\n"
 "   69  cannot connect to the socket\n"
 "   70  internal failure of sandboxctl (out of memory)\n"

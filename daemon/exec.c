@@ -353,6 +353,17 @@ static void on_tool_call(struct exec *e, const struct exec_evdata *d)
         wproc_violation(e->w, "tool call that the job does not allow");
         return;
     }
+    /* The budget is kept here, not in the worker: a chunk cannot reach the
+     * count, so no pcall can catch the end and no subverted worker can lift it. */
+#if !defined(MUTATE_TOOL_CALL_LIMIT)
+    if (e->lim.max_tool_calls != LIMIT_INF && e->tool_calls >= e->lim.max_tool_calls) {
+        exec_fail(e, "tool_call_limit", NULL, NULL,
+                  "execution exceeded the limit of %llu tool calls",
+                  (unsigned long long)e->lim.max_tool_calls);
+        exec_finish(e);
+        return;
+    }
+#endif
     e->tool_calls++;
     snprintf(e->tool_id, sizeof e->tool_id, "sbx-%llu-%u", (unsigned long long)e->seq,
              e->tool_calls);

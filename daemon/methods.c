@@ -53,6 +53,18 @@ static int is_identifier(const char *s)
     return 1;
 }
 
+/* A function name becomes a field of its tool's table, so it need not be a
+ * Lua identifier (Elixir's `valid?`, MCP's `get-sum`): any non-empty string
+ * of at most MAX_NAME bytes without NUL (jansson has already checked that it
+ * is UTF-8), except the table's own `__module`. */
+static int is_function_name(const json_t *name)
+{
+    const char *s = rpc_cstring(name);
+    size_t n = json_string_length(name);
+
+    return s && n > 0 && n <= MAX_NAME && strcmp(s, "__module") != 0;
+}
+
 static int is_reserved(const char *s)
 {
     for (size_t i = 0; reserved[i]; i++)
@@ -65,23 +77,24 @@ static int is_reserved(const char *s)
  * Returns a new reference or NULL with errbuf set. */
 static json_t *norm_function(const char *tool, const json_t *f, char *err, size_t errlen)
 {
+    const json_t *jname, *ar = NULL, *a;
     const char *name;
-    const json_t *ar = NULL, *a;
     json_t *out;
     size_t i;
 
     if (json_is_string(f)) {
-        name = rpc_cstring(f);
+        jname = f;
     } else if (json_is_object(f) && json_is_string(json_object_get(f, "name"))) {
-        name = rpc_cstring(json_object_get(f, "name"));
+        jname = json_object_get(f, "name");
         ar = json_object_get(f, "arities");
     } else {
         snprintf(err, errlen, "tools[%s].functions: each entry must be a name or {\"name\": ..}", tool);
         return NULL;
     }
-    if (!name || !is_identifier(name) || strcmp(name, "__module") == 0) {
-        snprintf(err, errlen, "tool %s: function name '%.64s' is not a Lua identifier", tool,
-                 name ? name : "(with NUL)");
+    name = json_string_value(jname);
+    if (!is_function_name(jname)) {
+        snprintf(err, errlen, "tool %s: function name '%.64s' must be 1 to %d bytes without NUL, "
+                 "and not __module", tool, name, MAX_NAME);
         return NULL;
     }
     if (ar && !json_is_null(ar)) {
@@ -324,9 +337,24 @@ static json_t *idle_private_bytes(const struct sup *s)
     return read_any || s->n_idle == 0 ? json_integer((json_int_t)total) : json_null();
 }
 
+/* The 1.1 capabilities this daemon has (CONTRACT section 3, describe);
+ * clients feature-detect with them. */
+static const char *const features[] = {
+    "max_tool_calls", "any_function_names", "string_metatable", NULL,
+};
+
+static json_t *features_new(void)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; a && features[i]; i++)
+        json_array_append_new(a, json_string(features[i]));
+    return a;
+}
+
 static json_t *describe_new(const struct sup *s)
 {
-    return json_pack("{s:s,s:s,s:i,s:[ssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o,s:I}}",
+    json_t *d = json_pack("{s:s,s:s,s:i,s:[ssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o,s:I}}",
                      "name", "sandboxd", "version", SANDBOXD_VERSION,
                      "protocol_version", SANDBOXD_PROTOCOL,
                      "methods", "execute", "check", "binding_names", "prompt_info", "ping", "describe",
@@ -346,6 +374,12 @@ static json_t *describe_new(const struct sup *s)
                      "workers_started", (json_int_t)s->workers_started,
                      "idle_worker_private_bytes", idle_private_bytes(s),
                      "input_buffer_bytes", (json_int_t)s->input_bytes);
+
+    if (d && json_object_set_new(d, "features", features_new()) < 0) {
+        json_decref(d);
+        return NULL;
+    }
+    return d;
 }
 
 void methods_request(struct conn *c, const struct rpc_msg *m)

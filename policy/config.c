@@ -154,6 +154,7 @@ static int defaults_into(struct config *c)
         .priority = PRIO_LOW,
         .max_output_bytes = (uint64_t)1 << 20,
         .max_bindings_bytes = 10000000,
+        .max_tool_calls = LIMIT_INF,
     };
     c->ceilings = (struct limits){
         .timeout_ms = 600000,
@@ -163,6 +164,7 @@ static int defaults_into(struct config *c)
         .priority = PRIO_HIGH,
         .max_output_bytes = (uint64_t)16 << 20,
         .max_bindings_bytes = (uint64_t)16 << 20,
+        .max_tool_calls = LIMIT_INF,
     };
     c->socket = strdup("/run/sandboxd/sandboxd.sock");
     c->worker_user = strdup("nobody");

@@ -19,6 +19,7 @@ const struct limit_key limit_keys[LIMIT_NKEYS] = {
     {"cpu_ms", LIM(cpu_ms), LK_INF},
     {"max_output_bytes", LIM(max_output_bytes), LK_SUFFIX},
     {"max_bindings_bytes", LIM(max_bindings_bytes), LK_SUFFIX},
+    {"max_tool_calls", LIM(max_tool_calls), LK_INF},
 };
 
 static const char *const prio_names[] = {

@@ -42,6 +42,8 @@ struct limits {
     enum priority priority;
     uint64_t max_output_bytes;   /* cap on captured print output */
     uint64_t max_bindings_bytes; /* cap on returned bindings */
+    uint64_t max_tool_calls;     /* tool calls of one execution (one session chunk);
+                                  * LIMIT_INF = off */
 };
 
 /* Flags of a numeric limit key. */
@@ -57,7 +59,7 @@ struct limit_key {
 
 /* The numeric limits; limit_keys[0] is timeout_ms (a request carries it in
  * params, not in params.limits). */
-#define LIMIT_NKEYS 6
+#define LIMIT_NKEYS 7
 extern const struct limit_key limit_keys[LIMIT_NKEYS];
 /* What limit_key_index() answers for "priority". */
 #define LIMIT_KEY_PRIORITY LIMIT_NKEYS

@@ -176,6 +176,8 @@ static const struct {
     { "forbidden",          -32010 },
     { "tool_aborted",       -32011 },
     { "bindings_too_large", -32012 },
+    { "session_not_found",  -32013 },
+    { "tool_call_limit",    -32014 },
     { "cancelled",          -32800 },
 };
 

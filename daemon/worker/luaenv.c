@@ -389,16 +389,10 @@ static int build_env(lua_State *L)
     lua_pop(L, 1);
 #endif
 
-    /* the string metatable: locked, so getmetatable("") reveals nothing */
-    lua_pushliteral(L, "");
-#if !defined(MUTATE_STRMETA_LOCK)
-    if (lua_getmetatable(L, -1)) {
-        lua_pushboolean(L, 0);
-        lua_setfield(L, -2, "__metatable");
-        lua_pop(L, 1);
-    }
-#endif
-    lua_pop(L, 1);
+    /* The string metatable stays as stock Lua has it: getmetatable("")
+     * returns it and a chunk may change it.  Each worker is its own process
+     * (and a session its own state), so a change reaches nothing else; and
+     * no C code here reads a string through its metatable. */
 
     /* replacements (luaenv_lib.c) */
     lua_pushvalue(L, g);

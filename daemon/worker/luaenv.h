@@ -12,7 +12,8 @@
  * utf8 via luaL_requiref; `os` reduced to time, clock, date, difftime;
  * no io, package, debug, require, dofile, loadfile, string.dump;
  * registry._LOADED holds only the exposed tables; the string metatable is
- * locked (__metatable = false).  Replaced functions:
+ * stock (getmetatable("") returns it; changes stay in this process).
+ * Replaced functions:
  *   load            text only (mode forced to "t") for strings and readers;
  *                   env defaults to the sandbox globals; a reader may
  *                   deliver at most the string cap in total

@@ -106,6 +106,7 @@ static void assert_limits_equal(const struct limits *a, const struct limits *b)
     assert_int_equal(a->priority, b->priority);
     assert_true(a->max_output_bytes == b->max_output_bytes);
     assert_true(a->max_bindings_bytes == b->max_bindings_bytes);
+    assert_true(a->max_tool_calls == b->max_tool_calls);
 }
 
 static void assert_opt_string_equal(const char *a, const char *b)
@@ -169,9 +170,9 @@ static void test_builtin_defaults(void **state)
     assert_string_equal(c.worker_group, "nogroup");
     assert_string_equal(c.worker_chroot, "/var/empty");
     assert_limits_equal(&c.defaults, &(struct limits){60000, 256000000, LIMIT_INF, LIMIT_INF,
-                                                       PRIO_LOW, 1048576, 10000000});
+                                                       PRIO_LOW, 1048576, 10000000, LIMIT_INF});
     assert_limits_equal(&c.ceilings, &(struct limits){600000, 1073741824, LIMIT_INF, LIMIT_INF,
-                                                       PRIO_HIGH, 16777216, 16777216});
+                                                       PRIO_HIGH, 16777216, 16777216, LIMIT_INF});
     config_free(&c);
     assert_null(c.socket);
     config_free(&c); /* a second free is harmless */
@@ -236,6 +237,7 @@ static const char all_keys[] =
     "priority = normal\n"
     "max_output_bytes = 0\n"
     "max_bindings_bytes = 3k\n"
+    "max_tool_calls = 100\n"
     "[ceilings]\n"
     "timeout_ms = infinity\n"
     "max_heap = 2G\n"
@@ -243,7 +245,8 @@ static const char all_keys[] =
     "cpu_ms = infinity\n"
     "priority = normal\n"
     "max_output_bytes = 9223372036854775807\n"
-    "max_bindings_bytes = 4M\n";
+    "max_bindings_bytes = 4M\n"
+    "max_tool_calls = 1000\n";
 
 static void test_every_key(void **state)
 {
@@ -276,10 +279,10 @@ static void test_every_key(void **state)
     assert_string_equal(c.worker_group, "root");
     assert_null(c.worker_chroot);
     assert_limits_equal(&c.defaults, &(struct limits){LIMIT_INF, 2097152, 1000000, 5000,
-                                                       PRIO_NORMAL, 0, 3072});
+                                                       PRIO_NORMAL, 0, 3072, 100});
     assert_limits_equal(&c.ceilings, &(struct limits){LIMIT_INF, 2147483648ULL, 2000000,
                                                        LIMIT_INF, PRIO_NORMAL,
-                                                       9223372036854775807ULL, 4194304});
+                                                       9223372036854775807ULL, 4194304, 1000});
     config_free(&c);
 }
 
@@ -687,14 +690,14 @@ static void test_resolve_every_key(void **state)
                              &out, err, sizeof err),
                      0);
     assert_limits_equal(&out, &(struct limits){600000, 1073741824, 123, 0, PRIO_HIGH, 0,
-                                               16777216});
+                                               16777216, LIMIT_INF});
     assert_int_equal(resolve(&f->c,
                              "{\"timeout_ms\": 0, \"limits\": {\"max_reductions\": \"infinity\","
                              " \"cpu_ms\": \"infinity\", \"priority\": \"normal\"}}",
                              &out, err, sizeof err),
                      0);
     assert_limits_equal(&out, &(struct limits){0, 256000000, LIMIT_INF, LIMIT_INF, PRIO_NORMAL,
-                                               1048576, 10000000});
+                                               1048576, 10000000, LIMIT_INF});
     /* With infinite ceilings, infinity is accepted for timeout_ms and max_heap. */
     f->c.ceilings.timeout_ms = LIMIT_INF;
     f->c.ceilings.max_heap = LIMIT_INF;
@@ -795,10 +798,10 @@ static void test_limits_to_json(void **state)
     (void)state;
     config_defaults(&c);
     got = limits_to_json(&c.defaults);
-    want = json_pack("{s:I, s:I, s:s, s:s, s:s, s:I, s:I}", "timeout_ms", (json_int_t)60000,
+    want = json_pack("{s:I, s:I, s:s, s:s, s:s, s:I, s:I, s:s}", "timeout_ms", (json_int_t)60000,
                      "max_heap", (json_int_t)256000000, "max_reductions", "infinity", "cpu_ms",
                      "infinity", "priority", "low", "max_output_bytes", (json_int_t)1048576,
-                     "max_bindings_bytes", (json_int_t)10000000);
+                     "max_bindings_bytes", (json_int_t)10000000, "max_tool_calls", "infinity");
     assert_non_null(got);
     assert_true(json_equal(got, want));
     json_decref(got);
@@ -808,7 +811,7 @@ static void test_limits_to_json(void **state)
     assert_non_null(got);
     assert_string_equal(json_string_value(json_object_get(got, "priority")), "high");
     assert_int_equal(json_integer_value(json_object_get(got, "max_heap")), 1073741824);
-    assert_int_equal(json_object_size(got), 7);
+    assert_int_equal(json_object_size(got), 8);
     json_decref(got);
 
     c.defaults.max_heap = (uint64_t)INT64_MAX + 1; /* not a JSON integer */

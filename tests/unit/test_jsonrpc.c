@@ -356,7 +356,8 @@ static const struct { const char *kind; int code; } contract_kinds[] = {
     { "cpu_limit", -32006 }, { "crashed", -32007 },
     { "code_too_large", -32008 }, { "busy", -32009 },
     { "forbidden", -32010 }, { "tool_aborted", -32011 },
-    { "bindings_too_large", -32012 }, { "cancelled", -32800 },
+    { "bindings_too_large", -32012 }, { "session_not_found", -32013 },
+    { "tool_call_limit", -32014 }, { "cancelled", -32800 },
 };
 #define N_KINDS (sizeof contract_kinds / sizeof contract_kinds[0])
 
