@@ -42,12 +42,11 @@
                                           kernel's asm-generic/siginfo.h) */
 #endif
 
-/* 1. Own process group (the supervisor kills the group), die with the
- *    supervisor, and make sure it did not die before the prctl. */
-static int set_lifetime(pid_t supervisor)
+/* Die with the supervisor (SIGKILL when the parent exits), and make sure
+ * it did not die before the prctl took effect: then the parent is already
+ * init or a subreaper, not the supervisor. */
+int contain_die_with(pid_t supervisor)
 {
-    if (setpgid(0, 0) < 0)
-        return -1;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         return -1;
     if (getppid() != supervisor) {
@@ -55,6 +54,15 @@ static int set_lifetime(pid_t supervisor)
         return -1;
     }
     return 0;
+}
+
+/* 1. Own process group (the supervisor kills the group), die with the
+ *    supervisor. */
+static int set_lifetime(pid_t supervisor)
+{
+    if (setpgid(0, 0) < 0)
+        return -1;
+    return contain_die_with(supervisor);
 }
 
 /* Close every fd >= first.  close_range() where the kernel has it (5.9+);
@@ -387,6 +395,13 @@ int contain_worker(int chan_fd, const struct contain_opts *opts)
         return -1;
     if (!opts->drop_privs && opts->userns && contain_userns_confine(opts) < 0)
         return -1;
+    /* A change of uid/gid (or of capabilities beyond a subset) clears the
+     * parent-death signal (prctl(2)): set it again now that the ids are
+     * final, and check once more that the supervisor is still the parent. */
+#if !defined(MUTATE_PDEATHSIG_REARM)
+    if (contain_die_with(opts->supervisor) < 0)
+        return -1;
+#endif
     if (set_process_flags() < 0)                            /* 7 */
         return -1;
 #if defined(MUTATE_NO_SECCOMP)

@@ -24,6 +24,9 @@
  *      Without root, when opts->userns (the zygote entered a user namespace
  *      with contain_enter_userns): chroot(opts->chroot_dir), chdir("/"),
  *      and every capability dropped and checked (contain_userns_confine);
+ *      then PR_SET_PDEATHSIG(SIGKILL) again and the parent checked again
+ *      (contain_die_with): changing credentials clears the parent-death
+ *      signal, so step 1's would be gone after a uid/gid drop;
  *   7. PR_SET_DUMPABLE 0, PR_SET_NO_NEW_PRIVS 1;
  *   8. unless opts->no_seccomp: the SIGSYS report handler (SA_RESETHAND,
  *      every signal blocked while it runs; it writes one CHAN_SYSCALL frame
@@ -67,6 +70,11 @@ struct contain_opts {
 #define CONTAIN_USERNS_ROOT "/tmp"
 
 int contain_worker(int chan_fd, const struct contain_opts *opts);
+
+/* PR_SET_PDEATHSIG(SIGKILL), then check that the parent is `supervisor`
+ * (ESRCH if not: it died before the prctl).  Call it again after any
+ * credential change, which clears the signal.  0, or -1 with errno. */
+int contain_die_with(pid_t supervisor);
 
 /* Step 6 alone (namespaces, chroot, uid/gid drop and its verification), for
  * the supervisor's start-up probe in a throwaway child.  0, or -1 with errno. */

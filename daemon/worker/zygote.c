@@ -118,8 +118,7 @@ void zygote_main(int argc, char **argv)
     zfd = atoi(argv[2]);
     opts.supervisor = (pid_t)atoi(argv[3]);
     prctl(PR_SET_NAME, "sandboxd-zygote", 0, 0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    if (getppid() != opts.supervisor)
+    if (contain_die_with(opts.supervisor) < 0)
         _exit(1);
     lower_prio = may_lower_priority();      /* before any user namespace */
     if (argv[4][0]) {
@@ -139,6 +138,10 @@ void zygote_main(int argc, char **argv)
         }
         opts.userns = 1;
         opts.chroot_dir = CONTAIN_USERNS_ROOT;
+        /* new credentials (another user namespace): die with the
+         * supervisor still, whatever the kernel made of the old setting */
+        if (contain_die_with(opts.supervisor) < 0)
+            _exit(1);
     }
     /* Performance (issue 6): a new network namespace costs ~370 us to make
      * and more to tear down (kernel workqueue), per worker: it capped the

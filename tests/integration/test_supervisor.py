@@ -100,3 +100,36 @@ def test_stop_leaves_a_replaced_socket_path_alone(daemon_factory, replacement):
         if other:
             other.close()
     d.check_sanitizers()
+
+
+# ------------------------------------------------------------------ nothing outlives the supervisor
+
+@pytest.mark.parametrize("as_user", [
+    pytest.param(None, id="as-invoked"),
+    pytest.param(NOBODY, id="as-nobody", marks=pytest.mark.skipif(
+        not IS_ROOT, reason="starting a daemon as nobody needs root")),
+])
+def test_supervisor_killed_leaves_no_worker_or_zygote(daemon_factory, as_user):
+    """SIGKILL the supervisor while a worker spins in a busy loop (and two
+    pool workers wait): the running worker, the pooled ones and the zygote
+    all die with it.  As root the workers change uid/gid, which clears the
+    parent-death signal; it must be set again after the drop."""
+    d = daemon_factory(daemon={"pool_size": 2}, run_as=as_user, check_stop=False)
+    c = d.client()
+    n = len(c.tool_calls)
+    c.send_execute("T.ready() while true do end", tools=T, handlers={"T.ready": lambda a: True},
+                   timeout_ms=60000 * SCALE)
+    c.wait_tool_call(n + 1)
+    pids = d.wait_for_workers(3)
+    zygotes = [z[0] for z in d.zygotes()]
+    assert zygotes, d.children()
+    os.kill(d.pid, signal.SIGKILL)
+    d.proc.wait(5 * SCALE)
+    try:
+        wait_gone(pids + zygotes)
+    finally:
+        for p in pids + zygotes:        # never leave a spinning orphan behind
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
