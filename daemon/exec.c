@@ -517,6 +517,24 @@ static void exec_unexpected(struct exec *e, enum exec_ev ev)
     /* client-side events (tool answers, cancels) are ignored */
 }
 
+/* A verdict of the supervisor's own (deadline, CPU budget, cancel,
+ * shutdown) is about to end a running execution: first take in what the
+ * worker already sent, so data.output holds everything printed before it.
+ * Returns 1 if those frames ended the execution themselves (answered; the
+ * verdict no longer applies). */
+static int exec_catch_up(struct exec *e)
+{
+    if (e->state != ST_RUNNING || !e->w)
+        return 0;
+#if !defined(MUTATE_DRAIN_DEADLINE)
+    wproc_catch_up(e->w);
+#endif
+    return e->state >= ST_FINISHING;
+}
+
+/* Events that are verdicts of the supervisor's own, see exec_catch_up(). */
+static const unsigned verdict_events = BIT(XE_TIMEOUT) | BIT(XE_CPU) | BIT(XE_CANCEL);
+
 void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
 {
     struct sup *s = e->sup;
@@ -525,6 +543,8 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
         exec_unexpected(e, ev);
         return;
     }
+    if ((BIT(ev) & verdict_events) && exec_catch_up(e))
+        return;
     log_debug("exec seq=%llu: %s in %s", (unsigned long long)e->seq, event_names[ev],
               state_names[e->state]);
     switch (ev) {
@@ -717,7 +737,7 @@ void exec_drop(struct exec *e)
 /* Used at shutdown: answer everything still open. */
 void exec_abort(struct exec *e, const char *why)
 {
-    if (e->state >= ST_FINISHING)
+    if (e->state >= ST_FINISHING || exec_catch_up(e))
         return;
     exec_unlist(e);
     exec_fail(e, "cancelled", NULL, NULL, "%s", why);

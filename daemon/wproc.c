@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -229,8 +230,9 @@ static void wproc_frame(struct wproc *w, uint32_t type, const unsigned char *pay
     json_decref(j);
 }
 
-/* Read everything available now.  Returns 1 at EOF. */
-static int wproc_drain(struct wproc *w)
+/* Read what is available now, at most `budget` bytes, and pass on every
+ * complete frame.  Returns 1 at EOF (or once the worker is killed). */
+static int wproc_drain(struct wproc *w, size_t budget)
 {
     unsigned char buf[65536];
     const unsigned char *payload;
@@ -238,13 +240,17 @@ static int wproc_drain(struct wproc *w)
     size_t len;
 
     for (;;) {
-        ssize_t n = read(w->fd, buf, sizeof buf);
+        ssize_t n;
+        if (budget == 0)
+            return 0;
+        n = read(w->fd, buf, budget < sizeof buf ? budget : sizeof buf);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
             return errno == EAGAIN ? 0 : 1;
         if (n == 0)
             return 1;
+        budget -= (size_t)n;
         if (chan_reader_feed(&w->rd, buf, (size_t)n) < 0) {
             wproc_violation(w, "out of memory reading the channel");
             return 1;
@@ -274,8 +280,18 @@ static void wproc_read_cb(struct ev_loop *loop, ev_io *io, int revents)
     struct wproc *w = io->data;
     (void)revents;
 
-    if (wproc_drain(w))
+    if (wproc_drain(w, SIZE_MAX))
         ev_io_stop(loop, &w->rio);   /* EOF: the reap will follow */
+}
+
+void wproc_catch_up(struct wproc *w)
+{
+    int avail = 0;
+
+    if (w->killed || w->fd < 0 || ioctl(w->fd, FIONREAD, &avail) != 0 || avail <= 0)
+        return;
+    if (wproc_drain(w, (size_t)avail))
+        ev_io_stop(w->sup->loop, &w->rio);
 }
 
 void wproc_exited(struct wproc *w, int status, uint64_t cpu_us)
@@ -285,7 +301,7 @@ void wproc_exited(struct wproc *w, int status, uint64_t cpu_us)
     struct exec_evdata d = { .status = status };
 
     if (!w->killed && w->fd >= 0)
-        wproc_drain(w);          /* an end frame may still sit in the socket */
+        wproc_drain(w, SIZE_MAX); /* an end frame may still sit in the socket */
     d.has_syscall = w->has_syscall;  /* containment: the SIGSYS report, if any */
     d.syscall = w->syscall;
     ev_io_stop(s->loop, &w->rio);

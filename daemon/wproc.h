@@ -55,6 +55,11 @@ void wproc_apply_limits(struct wproc *w, const struct limits *lim);
  * CHAN_TOOL_RESULT_MAX; nothing is queued); -1 on other failures. */
 int  wproc_send_json(struct wproc *w, uint32_t type, const json_t *payload);
 void wproc_kill(struct wproc *w);
+/* Pass on the frames already waiting in the channel (what FIONREAD counts
+ * now: bounded, never blocks), so a verdict of the supervisor's own (a
+ * deadline, a cancel) does not overtake what the worker sent before it.
+ * The frames may end the execution. */
+void wproc_catch_up(struct wproc *w);
 /* Kill for a protocol violation and tell its execution (EV_BAD). */
 void wproc_violation(struct wproc *w, const char *why);
 /* The process exited (cpu_us from its rusage): drain what it sent, detach,

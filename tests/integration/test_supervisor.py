@@ -133,3 +133,36 @@ def test_supervisor_killed_leaves_no_worker_or_zygote(daemon_factory, as_user):
                 os.kill(p, signal.SIGKILL)
             except OSError:
                 pass
+
+
+# ------------------------------------------------------------------ verdicts keep the output before them
+
+SPIN_THEN_PRINT = ("T.ready() local t = os.clock() while os.clock() - t < 0.3 do end "
+                   "print('printed before the end') while true do end")
+
+
+@pytest.mark.parametrize("verdict", ["timeout", "cancel"])
+def test_output_printed_before_a_verdict_is_kept(daemon_factory, verdict):
+    """Output already in the worker channel when the deadline passes (or a
+    cancel arrives) is in data.output.  The test freezes the supervisor
+    while the chunk prints, so that on waking it finds both the output and
+    the expired deadline (or the cancel) at once."""
+    d = daemon_factory()
+    c = d.client()
+    n = len(c.tool_calls)
+    i = c.send_execute(SPIN_THEN_PRINT, tools=T, handlers={"T.ready": lambda a: True},
+                       timeout_ms=(800 if verdict == "timeout" else 60000) * SCALE)
+    c.wait_tool_call(n + 1)
+    c.ping()                        # the tool answer has been passed on
+    os.kill(d.pid, signal.SIGSTOP)
+    try:
+        time.sleep(1.3 * SCALE)     # the chunk printed at ~0.3 s; the deadline is past
+        if verdict == "cancel":
+            c.cancel(i)
+            time.sleep(0.1)
+    finally:
+        os.kill(d.pid, signal.SIGCONT)
+    r = c.wait(i)
+    assert r.kind == ("timeout" if verdict == "timeout" else "cancelled"), r
+    assert r.data["output"] == "printed before the end\n", r
+    d.assert_no_leftovers()
