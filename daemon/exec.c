@@ -142,6 +142,81 @@ static void exec_log_end(struct exec *e, const char *kind, const json_t *wstats,
     free(id);
 }
 
+/* ------------------------------------------------------------------ */
+/* live output                                                          */
+
+/* Pending output is sent at most this long after it arrived, so many
+ * prints make one notification; more than STREAM_FLUSH_BYTES pending go
+ * out at once. */
+#define STREAM_DELAY        0.02
+#define STREAM_FLUSH_BYTES  65536
+
+/* The length of s[0..len) without an incomplete UTF-8 sequence at its end,
+ * so that a notification never splits a character (codec_string_new would
+ * replace both halves). */
+static size_t utf8_complete(const char *s, size_t len)
+{
+    size_t i = len;
+
+    while (i > 0 && len - i < 4) {
+        unsigned char ch = (unsigned char)s[i - 1];
+        size_t need;
+        if (ch < 0x80)
+            return len;
+        if ((ch & 0xC0) == 0x80) {  /* continuation: look further back */
+            i--;
+            continue;
+        }
+        need = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC0 ? 2 : 1;
+        return len - (i - 1) < need ? i - 1 : len;
+    }
+    return len;
+}
+
+/* Send output[streamed..) (all of it when final, else up to a whole
+ * character) as one execution/output notification. */
+static void stream_flush(struct exec *e, int final)
+{
+    size_t end;
+    json_t *text, *msg;
+
+    ev_timer_stop(e->sup->loop, &e->stream_timer);
+    if (!e->stream || !e->conn || e->streamed >= e->output_len)
+        return;
+    end = final ? e->output_len
+                : e->streamed + utf8_complete(e->output + e->streamed, e->output_len - e->streamed);
+    if (end == e->streamed)
+        return;
+    text = codec_string_new(e->output + e->streamed, end - e->streamed);
+    msg = text ? json_pack("{s:s,s:s,s:{s:O,s:o}}", "jsonrpc", "2.0", "method", "execution/output",
+                           "params", "execution_id", e->req_id, "text", text) : NULL;
+    e->streamed = end;
+    if (msg)
+        conn_send(e->conn, msg);
+    json_decref(msg);
+}
+
+static void stream_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop; (void)revents;
+    stream_flush(t->data, 0);
+}
+
+/* New output was captured: send it soon. */
+static void stream_note(struct exec *e)
+{
+    if (!e->stream)
+        return;
+    if (e->output_len - e->streamed >= STREAM_FLUSH_BYTES) {
+        stream_flush(e, 0);
+        return;
+    }
+    if (!ev_is_active(&e->stream_timer)) {
+        ev_timer_set(&e->stream_timer, STREAM_DELAY, 0.);
+        ev_timer_start(e->sup->loop, &e->stream_timer);
+    }
+}
+
 static json_t *exec_output(const struct exec *e)
 {
     json_t *s = codec_string_new(e->output ? e->output : "", e->output_len);
@@ -161,6 +236,7 @@ static void exec_fail(struct exec *e, const char *kind, json_t *data, const json
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    stream_flush(e, 1);
     if (!data)
         data = json_object();
     json_object_set_new(data, "output", exec_output(e));
@@ -185,6 +261,7 @@ static void exec_stop_timers(struct exec *e)
 {
     ev_timer_stop(e->sup->loop, &e->deadline);
     ev_timer_stop(e->sup->loop, &e->cpu_timer);
+    ev_timer_stop(e->sup->loop, &e->stream_timer);
 }
 
 /* The client has its answer (or is gone): kill the worker if there is one
@@ -303,6 +380,7 @@ static void on_output(struct exec *e, const struct exec_evdata *d)
     memcpy(p + e->output_len, d->payload, n);
     e->output = p;
     e->output_len += n;
+    stream_note(e);
 }
 
 /* Find tool `name` and its function `fn` in the normalised tools array. */
@@ -365,6 +443,7 @@ static void on_tool_call(struct exec *e, const struct exec_evdata *d)
     }
 #endif
     e->tool_calls++;
+    stream_flush(e, 0);         /* what was printed before the call comes first */
     snprintf(e->tool_id, sizeof e->tool_id, "sbx-%llu-%u", (unsigned long long)e->seq,
              e->tool_calls);
     id = json_string(e->tool_id);
@@ -419,6 +498,7 @@ static void on_result(struct exec *e, const struct exec_evdata *d)
     } else {
         exec_log_end(e, "ok", wstats, NULL);
     }
+    stream_flush(e, 1);
     reply = rpc_result_new(e->req_id, result);
     if (reply && e->conn)
         conn_send(e->conn, reply);
@@ -667,6 +747,8 @@ struct exec *exec_new(struct conn *c, enum exec_op op, json_t *id, json_t *job, 
     e->deadline.data = e;
     ev_timer_init(&e->cpu_timer, cpu_cb, 0., 0.);
     e->cpu_timer.data = e;
+    ev_timer_init(&e->stream_timer, stream_cb, 0., 0.);
+    e->stream_timer.data = e;
     if (log_enabled(LOG_LVL_DEBUG)) {       /* issue 5: code only at debug level */
         char *code = json_dumps(json_object_get(job, "code"), JSON_COMPACT | JSON_ENCODE_ANY);
         log_debug("exec conn=%llu seq=%llu %s code=%.1500s", (unsigned long long)c->id,

@@ -88,6 +88,12 @@ struct exec {
     char    *output;            /* owned captured print output */
     size_t   output_len;
     int      output_truncated;
+    /* stream_output: output[0..streamed) has been sent as execution/output
+     * notifications; the rest goes out when stream_timer fires, before the
+     * next tool/call and before the answer, so it arrives in order */
+    int      stream;
+    size_t   streamed;
+    ev_timer stream_timer;
 };
 
 /* Create a QUEUED execution of connection c.  Steals job and tools; id is

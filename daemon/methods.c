@@ -219,6 +219,7 @@ static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
     const json_t *p = m->params;
     const json_t *code = json_object_get(p, "code");
     const json_t *bindings = json_object_get(p, "bindings");
+    const json_t *stream = json_object_get(p, "stream_output");
     json_t *tools, *job;
     struct limits lim;
     char err[256];
@@ -245,6 +246,11 @@ static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
     }
     if (!(tools = norm_tools(json_object_get(p, "tools"), err, sizeof err))) {
         conn_send_error(c, m->id, "invalid_params", NULL, "%s", err);
+        return;
+    }
+    if (stream && !json_is_boolean(stream) && !json_is_null(stream)) {
+        json_decref(tools);
+        conn_send_error(c, m->id, "invalid_params", NULL, "params.stream_output must be a boolean");
         return;
     }
     if (bindings && !json_is_null(bindings) && !json_is_array(bindings)) {
@@ -285,6 +291,7 @@ static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
         conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
         return;
     }
+    e->stream = op == OP_EXECUTE && json_is_true(stream);
     sched_submit(e);
 }
 
@@ -340,7 +347,7 @@ static json_t *idle_private_bytes(const struct sup *s)
 /* The 1.1 capabilities this daemon has (CONTRACT section 3, describe);
  * clients feature-detect with them. */
 static const char *const features[] = {
-    "max_tool_calls", "any_function_names", "string_metatable", NULL,
+    "max_tool_calls", "any_function_names", "string_metatable", "stream_output", NULL,
 };
 
 static json_t *features_new(void)

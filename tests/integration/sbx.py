@@ -217,6 +217,8 @@ class Client:
         self.deferred = []          # ToolCalls whose handler returned NO_REPLY
         self.unhandled = []         # ToolCalls no handler existed for
         self.others = []            # other incoming requests / notifications
+        self.log = []               # (kind, message) of everything received, in order:
+                                    # kind is "response", "tool_call" or "other"
         self.eof = False
 
     # ---------------------------------------------------------------- sending
@@ -335,8 +337,10 @@ class Client:
             raise ProtocolViolation("message without jsonrpc 2.0: %r" % text[:300])
         if "method" in msg:
             if msg["method"] == "tool/call" and "id" in msg:
+                self.log.append(("tool_call", msg))
                 self._tool_call(msg, text)
             else:
+                self.log.append(("other", msg))
                 self.others.append(msg)
             return
         if "id" not in msg:
@@ -345,6 +349,7 @@ class Client:
             raise ProtocolViolation("response needs exactly one of result/error: %r" % text[:300])
         if "error" in msg:
             validate_error(msg["error"], "response %r: " % (msg.get("id"),))
+        self.log.append(("response", msg))
         self.arrivals.append(Response(msg, text))
 
     def _tool_call(self, msg, text):
@@ -442,6 +447,24 @@ class Client:
         def pred():
             return self.deferred[count - 1] if len(self.deferred) >= count else None
         return self._wait_for(pred, timeout, "deferred tool call #%d" % count)
+
+    def output_notes(self, execution_id):
+        """The texts of the execution/output notifications for execution_id, in order.
+        Each must carry exactly execution_id and a string text."""
+        texts = []
+        for m in self.others:
+            if m.get("method") != "execution/output":
+                continue
+            if "id" in m:
+                raise ProtocolViolation("execution/output must be a notification: %r" % m)
+            p = m.get("params")
+            if not isinstance(p, dict) or set(p) != {"execution_id", "text"} or \
+                    not isinstance(p["text"], str):
+                raise ProtocolViolation("bad execution/output params: %r" % m)
+            if p["execution_id"] == execution_id and \
+                    type(p["execution_id"]) is type(execution_id):
+                texts.append(p["text"])
+        return texts
 
     def wait_eof(self, timeout=None):
         """Wait until the daemon closes the connection; returns True if it did."""
