@@ -1,0 +1,97 @@
+// Protocol 1.1 through the Node client: sessions, parallel tool calls and
+// live output where the daemon's describe lists them in `features`, and a
+// clear Unsupported error from the client where it does not.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client, Unsupported, SessionNotFound, LuaError } from '../src/index.js';
+import { startDaemon, until } from './daemon.mjs';
+
+let d;
+let client;
+let features;
+before(async () => {
+  d = await startDaemon();
+  client = new Client({ socketPath: d.socketPath });
+  features = await client.features();
+});
+after(async () => {
+  client.close();
+  await d.stop();
+});
+
+test('sessions keep functions between chunks (or Unsupported without the feature)', async (t) => {
+  if (!features.has('sessions')) {
+    await assert.rejects(client.session(), (e) => {
+      assert.ok(e instanceof Unsupported);
+      assert.equal(e.kind, 'unsupported');
+      assert.match(e.message, /"sessions" feature/);
+      return true;
+    });
+    t.diagnostic('daemon without sessions: checked the Unsupported error only');
+    return;
+  }
+  const s = await client.session({ tools: { T: { inc: (x) => x + 1 } } });
+  assert.equal(typeof s.id, 'string');
+  await s.execute('function twice(x) return 2 * T.inc(x) end; n = 1');
+  const r = await s.execute('n = n + 1; return twice(n)');
+  assert.equal(r.value, 6);
+  await assert.rejects(s.execute('error("boom")'), LuaError); // the session stays open
+  assert.equal((await s.execute('return n')).value, 2);
+  const snap = await s.snapshot();
+  assert.ok(snap.bindingNames.includes('n'));
+  const r2 = await client.execute('return n', { bindings: snap.bindings });
+  assert.equal(r2.value, 2);
+  await assert.rejects(s.execute('return 1', { tools: {} }), TypeError);
+  await s.close();
+  await assert.rejects(s.execute('return 1'), SessionNotFound);
+});
+
+test('parallel: several tool calls of one execution at once, answered out of order', async (t) => {
+  if (!features.has('parallel')) {
+    t.skip('daemon without the "parallel" feature');
+    return;
+  }
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let releaseFirst;
+  const firstWaits = new Promise((r) => { releaseFirst = r; });
+  const tools = {
+    T: {
+      slow: async (k) => {
+        inFlight++;
+        maxInFlight = Math.max(maxInFlight, inFlight);
+        if (k === 1) await firstWaits;
+        else releaseFirst();
+        inFlight--;
+        return k * 10;
+      },
+    },
+  };
+  const r = await client.execute(
+    'return parallel(function() return T.slow(1) end, function() return T.slow(2) end, function() return T.slow(3) end)',
+    { tools });
+  assert.deepEqual(r.value, [10, 20, 30]);
+  assert.equal(maxInFlight, 3);
+  assert.equal(r.stats.tool_calls, 3);
+});
+
+test('live output through onOutput (or Unsupported without the feature)', async (t) => {
+  if (!features.has('stream_output')) {
+    await assert.rejects(client.execute('print(1)', { onOutput: () => {} }), (e) => {
+      assert.ok(e instanceof Unsupported);
+      assert.match(e.message, /"stream_output" feature/);
+      return true;
+    });
+    return;
+  }
+  const chunks = [];
+  let sawBeforeEnd = false;
+  const r = await client.execute("print('one'); T.mark(); print('two')", {
+    onOutput: (text) => chunks.push(text),
+    tools: { T: { mark: async () => { await until(() => chunks.length > 0, 2000, 'live output'); sawBeforeEnd = true; return true; } } },
+  });
+  assert.ok(sawBeforeEnd, 'output arrived while the chunk ran');
+  assert.equal(chunks.join(''), 'one\ntwo\n');
+  assert.equal(r.output, 'one\ntwo\n');
+});
