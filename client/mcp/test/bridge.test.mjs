@@ -1,0 +1,276 @@
+// sandboxd-mcp end to end: the SDK's Client over stdio spawns the bridge,
+// which spawns @modelcontextprotocol/server-everything,
+// @modelcontextprotocol/server-filesystem (rooted in a temporary directory)
+// and a small fixture server as its downstream servers, and runs Lua in the
+// real daemon.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { Client as Sandboxd } from 'sandboxd';
+import { startDaemon, until, SCALE } from '../../node/test/daemon.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const PKG = path.resolve(HERE, '..');
+const BIN = path.join(PKG, 'bin', 'sandboxd-mcp.js');
+const MODS = path.join(PKG, 'node_modules', '@modelcontextprotocol');
+const EVERYTHING = path.join(MODS, 'server-everything', 'dist', 'index.js');
+const FILESYSTEM = path.join(MODS, 'server-filesystem', 'dist', 'index.js');
+const TOY = path.join(HERE, 'fixtures', 'toy-server.mjs');
+
+let d;
+let sbx;
+let tmp;
+let root;
+let marker;
+
+/** Start a bridge on `servers` under the SDK's Client; returns { host, stderr, close }. */
+async function startBridge(servers, extraArgs = []) {
+  const cfg = path.join(tmp, `servers-${Math.random().toString(36).slice(2)}.json`);
+  fs.writeFileSync(cfg, JSON.stringify({ mcpServers: servers }));
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [BIN, '--config', cfg, '--socket', d.socketPath, ...extraArgs],
+    env: { BRIDGE_SECRET: 'must not leak' },
+    stderr: 'pipe',
+  });
+  const b = { stderr: '', listChanged: 0 };
+  transport.stderr.on('data', (c) => { b.stderr += c; });
+  b.host = new Client({ name: 'test-host', version: '1.0.0' });
+  b.host.setNotificationHandler(ToolListChangedNotificationSchema, () => { b.listChanged++; });
+  await b.host.connect(transport);
+  b.pid = transport.pid;
+  b.lua = async (code, opts = {}) => b.host.callTool({ name: 'execute_lua', arguments: { code, ...opts.args } },
+    undefined, { signal: opts.signal, timeout: 30000 * SCALE });
+  b.description = async () => (await b.host.listTools()).tools[0].description;
+  return b;
+}
+
+const everything = { command: process.execPath, args: [EVERYTHING, 'stdio'], deny: ['get-env'] };
+let bridge;
+
+before(async () => {
+  d = await startDaemon();
+  sbx = new Sandboxd({ socketPath: d.socketPath });
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sbxmcp-'));
+  root = path.join(tmp, 'root');
+  fs.mkdirSync(root);
+  for (const [n, v] of [['a.txt', 5], ['b.txt', 7], ['c.txt', 30]]) fs.writeFileSync(path.join(root, n), `${v}\n`);
+  fs.writeFileSync(path.join(root, 'big.txt'), 'q'.repeat(1200000));
+  marker = `toy-marker-${process.pid}`;
+  bridge = await startBridge({
+    everything,
+    filesystem: { command: process.execPath, args: [FILESYSTEM, root] },
+    toy: { command: process.execPath, args: [TOY, marker], env: { TOY_SECRET: 'from-config' } },
+    '2-toy lite': { command: process.execPath, args: [TOY, marker], allow: ['pid', 'json-text'] },
+    broken: { command: path.join(tmp, 'no-such-server') },
+  });
+});
+
+after(async () => {
+  await bridge?.host.close().catch(() => {});
+  sbx.close();
+  await d.stop();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+const value = (r) => {
+  assert.ok(!r.isError, `execute_lua failed: ${r.content?.[0]?.text}`);
+  return r.structuredContent.value;
+};
+
+test('one tool, execute_lua, whose description has prompt_info, the catalog and the mappings', async () => {
+  const { tools } = await bridge.host.listTools();
+  assert.deepEqual(tools.map((t) => t.name), ['execute_lua']);
+  assert.deepEqual(tools[0].inputSchema.required, ['code']);
+  const desc = tools[0].description;
+  assert.match(desc, /Lua 5\.3/);
+  assert.match(desc, /Not available: `io`/); // from the daemon's prompt_info
+  assert.match(desc, /everything\.get_sum\(\{a: number, b: number\}\) \[MCP tool "get-sum"\]/);
+  assert.match(desc, /filesystem\.read_text_file\(\{path: string/);
+  assert.match(desc, /### _2_toy_lite \(MCP server "2-toy lite"\)/);
+  assert.match(desc, /toy\.json_text\(\{\}\) \[MCP tool "json-text"\]/);
+  assert.match(desc, /toy\.add_tool/); // listed across pages (3 tools a page)
+  assert.doesNotMatch(desc, /get_env/); // deny
+  assert.doesNotMatch(desc, /_2_toy_lite\.fail/); // allow
+  assert.match(desc, /## Servers not available\n- broken: failed to start: /);
+  assert.match(bridge.stderr, /server "broken" failed to start: .*left out/);
+});
+
+test('Lua loops over filesystem tools and sums with get_sum', async () => {
+  const r = await bridge.lua(`
+    local listing = filesystem.list_directory({path = ${JSON.stringify(root)}}).content
+    local total, files = 0, {}
+    for name in listing:gmatch('%[FILE%] (%S+%.txt)') do
+      if name ~= 'big.txt' then
+        local n = tonumber(filesystem.read_text_file({path = ${JSON.stringify(root)} .. '/' .. name}).content)
+        local text = everything.get_sum({a = total, b = n})
+        total = tonumber(text:match('is (%-?%d+)'))
+        files[#files + 1] = name
+      end
+    end
+    print('files: ' .. table.concat(files, ' '))
+    return {total = total, files = #files}`);
+  assert.deepEqual(value(r), { total: 42, files: 3 });
+  assert.equal(r.structuredContent.output, 'files: a.txt b.txt c.txt\n');
+  assert.match(r.content[0].text, /"total": 42/);
+});
+
+test('a downstream validation error, isError, and a non-table argument are catchable Lua errors', async () => {
+  const v = value(await bridge.lua(`
+    local ok1, e1 = pcall(everything.get_sum, {a = 'one', b = 2})
+    local ok2, e2 = pcall(toy.fail)
+    local ok3, e3 = pcall(everything.get_sum, 5)
+    local ok4, e4 = pcall(everything.get_sum, {1, 2})
+    local ok5, e5 = pcall(everything.get_sum, {a = 1}, {b = 2})
+    local ok6, e6 = pcall(filesystem.read_text_file, {path = '/etc/passwd'})
+    return {ok1, e1, ok2, e2, ok3, e3, ok4, e4, ok5, e5, ok6, e6}`));
+  assert.equal(v[0], false);
+  assert.match(v[1], /^everything\.get_sum: MCP error -32602: /);
+  assert.equal(v[2], false);
+  assert.equal(v[3], 'toy.fail: it failed');
+  assert.equal(v[5], 'everything.get_sum: takes one table argument with named fields, got a number');
+  assert.equal(v[7], 'everything.get_sum: takes a table with named fields, not a list');
+  assert.equal(v[9], 'everything.get_sum: takes one table argument, got 2 arguments');
+  assert.equal(v[10], false);
+  assert.match(v[11], /^filesystem\.read_text_file: .*(denied|outside)/i);
+});
+
+test('results: structuredContent, JSON text decoded, plain text; env scoped to the config', async () => {
+  const v = value(await bridge.lua(`
+    local w = everything.get_structured_content({location = 'Chicago'})
+    local j = toy.json_text()
+    return {type(w.temperature), j.a[2], everything.echo({message = 'hi'}),
+            toy.env({name = 'TOY_SECRET'}), toy.env({name = 'BRIDGE_SECRET'}) == nil,
+            _2_toy_lite.pid().pid ~= toy.pid().pid}`));
+  assert.deepEqual(v, ['number', 2.5, 'Echo: hi', 'from-config', true, true]);
+});
+
+test('a Lua error is an isError result with kind, message and output', async () => {
+  const r = await bridge.lua("print('so far'); error('boom')");
+  assert.equal(r.isError, true);
+  assert.equal(r.structuredContent.error.kind, 'runtime_error');
+  assert.match(r.structuredContent.error.message, /boom/);
+  assert.equal(r.structuredContent.output, 'so far\n');
+  assert.match(r.content[0].text, /^error \(runtime_error\)/);
+  const r2 = await bridge.host.callTool({ name: 'execute_lua', arguments: { code: 5 } });
+  assert.equal(r2.isError, true);
+});
+
+test('globals persist between calls; reset clears them', async () => {
+  value(await bridge.lua('counter = 41'));
+  assert.equal(value(await bridge.lua('counter = counter + 1; return counter')), 42);
+  const r = await bridge.lua('return counter', { args: { reset: true } });
+  assert.equal(value(r), null);
+});
+
+test('an oversized downstream result is a catchable Lua error', async () => {
+  const v = value(await bridge.lua(`
+    local ok, err = pcall(toy.big, {n = 2000000})
+    local ok2, err2 = pcall(filesystem.read_text_file, {path = ${JSON.stringify(root)} .. '/big.txt'})
+    return {ok, err, ok2, err2, #toy.big({n = 300000})}`));
+  assert.equal(v[0], false);
+  assert.match(v[1], /^toy\.big: the result of toy\.big is \d+ bytes of JSON, over the daemon's message limit/);
+  assert.equal(v[2], false);
+  assert.match(v[3], /over the daemon's message limit/);
+  assert.equal(v[4], 300000);
+});
+
+test('the host cancels a long execution; the worker is freed', async () => {
+  for (const code of [
+    'return everything.trigger_long_running_operation({duration = 30, steps = 30})',
+    'return toy.slow({ms = 30000})',
+    'while true do end',
+  ]) {
+    const ac = new AbortController();
+    const p = bridge.lua(code, { signal: ac.signal });
+    await until(async () => (await sbx.describe()).state.workers >= 1, undefined, 'the execution to start');
+    await new Promise((r) => setTimeout(r, 200));
+    const t0 = Date.now();
+    ac.abort();
+    await assert.rejects(p);
+    await until(async () => (await sbx.describe()).state.workers === 0, 3000 * SCALE, 'the worker to be freed');
+    assert.ok(Date.now() - t0 < 3000 * SCALE);
+  }
+  // the bridge still serves
+  assert.equal(value(await bridge.lua('return 1 + 1')), 2);
+});
+
+test('tools/list_changed downstream: the bridge re-lists and tells the host', async () => {
+  assert.doesNotMatch(await bridge.description(), /toy\.extra/);
+  value(await bridge.lua('return toy.add_tool()'));
+  await until(() => bridge.listChanged > 0, undefined, 'notifications/tools/list_changed');
+  assert.match(await bridge.description(), /toy\.extra\(\{\}\) -- Added later/);
+  assert.equal(value(await bridge.lua('return toy.extra()')), 'extra works');
+});
+
+test('a downstream server that dies mid-call: a catchable error, the rest keeps working', async () => {
+  const v = value(await bridge.lua(`
+    local ok, err = pcall(toy.die)
+    local ok2, err2 = pcall(toy.pid)
+    return {ok, err, ok2, err2, everything.get_sum({a = 1, b = 2})}`));
+  assert.equal(v[0], false);
+  assert.match(v[1], /^toy\.die: server "toy" exited during the call/);
+  assert.equal(v[2], false);
+  assert.match(v[3], /^toy\.pid: server "toy" is not running/);
+  assert.equal(v[4], 'The sum of 1 and 2 is 3.');
+  assert.match(await bridge.description(), /### toy\n\(not running: the server exited\)/);
+});
+
+function procsWith(text) {
+  const out = [];
+  for (const p of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(text)) out.push(Number(p));
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+test('the downstream servers stop with the bridge', async () => {
+  const own = `stop-marker-${process.pid}`;
+  const b = await startBridge({
+    toy: { command: process.execPath, args: [TOY, own] },
+    filesystem: { command: process.execPath, args: [FILESYSTEM, root, own] },
+  });
+  assert.equal(procsWith(own).length, 2);
+  value(await b.lua('return toy.pid()'));
+  await b.host.close();
+  await until(() => procsWith(own).length === 0, 5000 * SCALE, 'the downstream servers to exit');
+  await until(() => !fs.existsSync(`/proc/${b.pid}`) || /Z/.test(fs.readFileSync(`/proc/${b.pid}/stat`, 'utf8').split(') ')[1][0]),
+    5000 * SCALE, 'the bridge to exit');
+});
+
+test('the bridge stops its servers on SIGTERM too', async () => {
+  const own = `term-marker-${process.pid}`;
+  const b = await startBridge({ toy: { command: process.execPath, args: [TOY, own] } });
+  assert.equal(procsWith(own).length, 1);
+  process.kill(b.pid, 'SIGTERM');
+  await until(() => procsWith(own).length === 0, 5000 * SCALE, 'the downstream server to exit');
+  await b.host.close().catch(() => {});
+});
+
+test('the daemon down: execute_lua answers daemon_unavailable, nothing hangs', async () => {
+  const dead = path.join(tmp, 'dead.sock');
+  const cfg = path.join(tmp, 'solo.json');
+  fs.writeFileSync(cfg, JSON.stringify({ mcpServers: { toy: { command: process.execPath, args: [TOY, 'solo'] } } }));
+  const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, '--config', cfg, '--socket', dead], stderr: 'pipe' });
+  let stderr = '';
+  transport.stderr.on('data', (c) => { stderr += c; });
+  const host = new Client({ name: 'h', version: '1' });
+  await host.connect(transport);
+  const r = await host.callTool({ name: 'execute_lua', arguments: { code: 'return 1' } });
+  assert.equal(r.isError, true);
+  assert.equal(r.structuredContent.error.kind, 'daemon_unavailable');
+  assert.match(stderr, /sandboxd: cannot connect/);
+  await host.close();
+});
