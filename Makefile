@@ -43,7 +43,7 @@ CLIENT_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(CLIENT_SRCS))
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 LIB         := $(O)/libsandboxd.a
 
-.PHONY: all deps run test test-unit test-integration test-hooks asan bench mutation fuzz install clean
+.PHONY: all deps run test test-unit test-integration test-hooks test-node asan bench mutation fuzz install clean
 all: $(O)/sandboxd $(O)/sandboxctl
 
 deps: build/.deps
@@ -104,10 +104,25 @@ test-hooks: deps
 	SANDBOXD_SANITIZE=0 SANDBOXD_TEST_HOOKS=1 \
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration/test_hooks.py
 
+# The Node packages with Node's own test runner against the daemon in $(O):
+# client/node (the npm package sandboxd) and client/mcp (sandboxd-mcp, end to
+# end with real MCP servers from npm).  npm ci installs the committed lock
+# file, only when node_modules is missing or older than the lock.
+NODE_SUITES := client/node client/mcp
+test-node: all client/mcp/node_modules/.package-lock.json
+	@set -e; for p in $(NODE_SUITES); do echo "== $$p"; \
+	  (cd $$p && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
+	   node --test test/*.test.mjs); done
+
+client/mcp/node_modules/.package-lock.json: client/mcp/package-lock.json client/mcp/package.json | build/.deps
+	cd client/mcp && npm ci --no-audit --no-fund
+	@touch $@
+
 test: deps
 	$(MAKE) O=build test-unit test-integration
 	$(MAKE) O=build/asan SANITIZE=1 test-unit test-integration
 	$(MAKE) test-hooks
+	$(MAKE) O=build test-node
 	$(MAKE) -C bench O=$(CURDIR)/build smoke
 	FUZZ_JOBS=2 tests/fuzz/run.sh 10
 	$(MAKE) mutation
