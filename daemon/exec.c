@@ -383,25 +383,17 @@ static void on_output(struct exec *e, const struct exec_evdata *d)
     stream_note(e);
 }
 
-/* Find tool `name` and its function `fn` in the normalised tools array. */
-static const json_t *find_function(const json_t *tools, const char *name, const char *fn,
+/* Tool `name` and its function `fn` in the tool index (methods.c
+ * norm_tools): two hash lookups, whatever the size of the list. */
+static const json_t *find_function(const json_t *index, const char *name, const char *fn,
                                    const json_t **tool_out)
 {
-    size_t i, j;
-    json_t *t, *f;
+    const json_t *t = json_object_get(index, name);
+    const json_t *f = json_object_get(json_object_get(t, "functions"), fn);
 
-    json_array_foreach(tools, i, t) {
-        if (strcmp(json_string_value(json_object_get(t, "name")), name) != 0)
-            continue;
-        json_array_foreach(json_object_get(t, "functions"), j, f) {
-            if (strcmp(json_string_value(json_object_get(f, "name")), fn) == 0) {
-                *tool_out = t;
-                return f;
-            }
-        }
-        return NULL;
-    }
-    return NULL;
+    if (f)
+        *tool_out = t;
+    return f;
 }
 
 static int arity_allowed(const json_t *f, size_t n)
@@ -738,7 +730,7 @@ struct exec *exec_new(struct conn *c, enum exec_op op, json_t *id, json_t *job, 
     e->state = ST_QUEUED;
     e->req_id = json_deep_copy(id);
     e->job = job;
-    e->tools = tools ? tools : json_array();
+    e->tools = tools ? tools : json_object();
     e->lim = *lim;
     e->t_submit = ev_time();
     list_init(&e->q_node);

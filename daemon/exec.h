@@ -77,7 +77,8 @@ struct exec {
     enum exec_state state;
     json_t  *req_id;            /* owned copy of the request id */
     json_t  *job;               /* owned JOB payload until sent */
-    json_t  *tools;             /* owned normalised tools (for tool/call checks) */
+    json_t  *tools;             /* owned tool index, name -> {module, functions: {name:
+                                 * entry}} (methods.c norm_tools; tool/call checks) */
     struct limits lim;
     struct wproc *w;            /* borrowed; NULL before RUNNING and after the reap */
     ev_timer deadline, cpu_timer;

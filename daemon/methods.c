@@ -110,21 +110,55 @@ static json_t *norm_function(const char *tool, const json_t *f, char *err, size_
                 return NULL;
             }
         }
-        return json_pack("{s:s,s:O}", "name", name, "arities", ar);
     }
-    out = json_pack("{s:s}", "name", name);
+    /* by hand rather than json_pack: this runs up to MAX_TOOLS x MAX_FUNCTIONS
+     * times per request, and the name is already known to be ASCII */
+    out = json_object();
+    if (!out || json_object_set_new_nocheck(out, "name", json_stringn_nocheck(name, strlen(name))) < 0 ||
+        (ar && !json_is_null(ar) && json_object_set_nocheck(out, "arities", (json_t *)ar) < 0)) {
+        json_decref(out);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
     return out;
 }
 
-/* Validate and normalise `tools` (may be NULL).  Returns a new array or NULL
- * with errbuf set. */
-static json_t *norm_tools(const json_t *tools, char *err, size_t errlen)
+/* Is key already in set?  Duplicate checks go through a jansson object,
+ * a hash table (seeded per process), so a maximal list (MAX_TOOLS x
+ * MAX_FUNCTIONS) costs linear time; a scan of the entries so far made it
+ * quadratic and stalled every other client for a third of a second. */
+static int seen(const json_t *set, const json_t *arr, const char *key)
 {
-    json_t *out = json_array(), *t, *f, *fns;
-    size_t i, j, k;
+#if defined(MUTATE_TOOLS_LINEAR)
+    size_t k;
+    json_t *g;
+    (void)set;
+    json_array_foreach(arr, k, g)       /* mutant: the quadratic scan */
+        if (strcmp(json_string_value(json_object_get(g, "name")), key) == 0)
+            return 1;
+    return 0;
+#else
+    (void)arr;
+    return json_object_get(set, key) != NULL;
+#endif
+}
 
+/*
+ * Validate and normalise `tools` (may be NULL).  Returns a new array (what
+ * the worker gets) or NULL with errbuf set.  *index (new reference, set on
+ * success) maps each tool name to {"module": .., "functions": {name: entry}},
+ * the entries shared with the array: exec.c checks a tool call with two
+ * lookups instead of a scan.
+ */
+static json_t *norm_tools(const json_t *tools, json_t **index, char *err, size_t errlen)
+{
+    json_t *out = json_array(), *idx = json_object(), *t, *f, *fns;
+    size_t i, j;
+
+    if (!out || !idx)
+        goto nomem;
     if (!tools || json_is_null(tools))
-        return out;
+        goto done;
     if (!json_is_array(tools) || json_array_size(tools) > MAX_TOOLS) {
         snprintf(err, errlen, "tools must be an array of at most %d tools", MAX_TOOLS);
         goto fail;
@@ -133,7 +167,7 @@ static json_t *norm_tools(const json_t *tools, char *err, size_t errlen)
         const char *name = rpc_cstring(json_object_get(t, "name"));
         const json_t *module = json_object_get(t, "module");
         const json_t *functions = json_object_get(t, "functions");
-        json_t *tool;
+        json_t *tool, *entry, *fset;
 
         if (!json_is_object(t) || !name) {
             snprintf(err, errlen, "tools[%zu] must be an object with a string \"name\" "
@@ -154,34 +188,46 @@ static json_t *norm_tools(const json_t *tools, char *err, size_t errlen)
                      name, MAX_FUNCTIONS);
             goto fail;
         }
-        json_array_foreach(out, j, f) {
-            if (strcmp(json_string_value(json_object_get(f, "name")), name) == 0) {
-                snprintf(err, errlen, "tool %s is declared twice", name);
-                goto fail;
-            }
+        if (seen(idx, out, name)) {
+            snprintf(err, errlen, "tool %s is declared twice", name);
+            goto fail;
         }
         fns = json_array();
+        fset = json_object();
         tool = json_pack("{s:s,s:s,s:o}", "name", name, "module",
                          json_is_string(module) ? json_string_value(module) : name,
                          "functions", fns);
-        json_array_append_new(out, tool);
+        entry = json_pack("{s:O,s:o}", "module", json_object_get(tool, "module"),
+                          "functions", fset);
+        if (!tool || !entry || json_array_append_new(out, tool) < 0 ||
+            json_object_set_new(idx, name, entry) < 0) {
+            json_decref(fns);
+            goto nomem;
+        }
         json_array_foreach(functions, j, f) {
-            json_t *nf = norm_function(name, f, err, errlen), *g;
+            json_t *nf = norm_function(name, f, err, errlen);
+            const char *fname;
+
             if (!nf)
                 goto fail;
-            json_array_foreach(fns, k, g) {
-                if (json_equal(json_object_get(g, "name"), json_object_get(nf, "name"))) {
-                    json_decref(nf);
-                    snprintf(err, errlen, "tool %s: function declared twice", name);
-                    goto fail;
-                }
+            fname = json_string_value(json_object_get(nf, "name"));
+            if (seen(fset, fns, fname)) {
+                json_decref(nf);
+                snprintf(err, errlen, "tool %s: function %s declared twice", name, fname);
+                goto fail;
             }
-            json_array_append_new(fns, nf);
+            if (json_object_set(fset, fname, nf) < 0 || json_array_append_new(fns, nf) < 0)
+                goto nomem;
         }
     }
+done:
+    *index = idx;
     return out;
+nomem:
+    snprintf(err, errlen, "out of memory");
 fail:
     json_decref(out);
+    json_decref(idx);
     return NULL;
 }
 
@@ -220,7 +266,7 @@ static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
     const json_t *code = json_object_get(p, "code");
     const json_t *bindings = json_object_get(p, "bindings");
     const json_t *stream = json_object_get(p, "stream_output");
-    json_t *tools, *job;
+    json_t *tools, *index = NULL, *job;
     struct limits lim;
     char err[256];
     int rc;
@@ -244,17 +290,19 @@ static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
                         "a request with this id is still running on this connection");
         return;
     }
-    if (!(tools = norm_tools(json_object_get(p, "tools"), err, sizeof err))) {
+    if (!(tools = norm_tools(json_object_get(p, "tools"), &index, err, sizeof err))) {
         conn_send_error(c, m->id, "invalid_params", NULL, "%s", err);
         return;
     }
     if (stream && !json_is_boolean(stream) && !json_is_null(stream)) {
         json_decref(tools);
+        json_decref(index);
         conn_send_error(c, m->id, "invalid_params", NULL, "params.stream_output must be a boolean");
         return;
     }
     if (bindings && !json_is_null(bindings) && !json_is_array(bindings)) {
         json_decref(tools);
+        json_decref(index);
         conn_send_error(c, m->id, "invalid_params", NULL,
                         "params.bindings must be the array returned by an earlier execute");
         return;
@@ -267,6 +315,7 @@ static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
         json_t *names = bindings_names(bindings, &berr);
         if (!names) {
             json_decref(tools);
+            json_decref(index);
             conn_send_error(c, m->id, "invalid_params", NULL, "%s", berr ? berr : "malformed bindings");
             return;
         }
@@ -274,6 +323,7 @@ static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
     }
     if ((rc = limits_resolve(&s->cfg.defaults, &s->cfg.ceilings, p, &lim, err, sizeof err)) != 0) {
         json_decref(tools);
+        json_decref(index);
         conn_send_error(c, m->id, rc == ERANGE ? "limit_out_of_range" : "invalid_params", NULL,
                         "%s", err);
         return;
@@ -287,7 +337,8 @@ static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
                         "bindings", json_is_array(bindings) ? json_incref((json_t *)bindings)
                                                             : json_array(),
                         "limits", job_limits(s, &lim));
-    if (!job || !(e = exec_new(c, op, m->id, job, tools, &lim))) {
+    json_decref(tools);         /* the job holds its own reference */
+    if (!job || !(e = exec_new(c, op, m->id, job, index, &lim))) {
         conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
         return;
     }

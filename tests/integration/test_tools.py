@@ -404,3 +404,32 @@ def test_tool_answer_that_grows_when_encoded(daemon_factory):
     assert r.ok, r
     ok, err = r.result["value"]
     assert ok is False and "larger than a worker accepts" in err, err
+
+
+def _cpu_ns(pid):
+    """CPU time of the daemon's main thread (the supervisor's loop), in ns."""
+    with open("/proc/%d/task/%d/schedstat" % (pid, pid)) as f:
+        return int(f.read().split()[0])
+
+
+def test_maximal_tool_list_is_validated_in_linear_time(client, daemon):
+    """256 tools of 256 functions each (the documented maxima) cost the
+    supervisor about what parsing them costs, not a quadratic duplicate
+    scan: the same bytes sent as the params of a ping (parsed, not checked)
+    are the baseline measured in the same run.  The list is refused by its
+    very last name, so every check runs and no worker does."""
+    tools = [{"name": "T%d" % i, "functions": ["f%d" % j for j in range(256)]}
+             for i in range(256)]
+    tools[-1]["functions"][-1] = "9bad"
+    spent = {"execute": 0, "ping": 0}
+    for _ in range(3):
+        for method in ("ping", "execute"):
+            before = _cpu_ns(daemon.pid)
+            r = client.call(method, {"code": "return 1", "tools": tools})
+            client.ping()       # the allocator's deferred work for the freed tree lands here
+            spent[method] += _cpu_ns(daemon.pid) - before
+            assert r.ok if method == "ping" else r.kind == "invalid_params", r
+    ratio = spent["execute"] / max(spent["ping"], 1)
+    print("tool list: %.1f ms per check, %.1f ms per parse alone, ratio %.1f"
+          % (spent["execute"] / 3e6, spent["ping"] / 3e6, ratio))
+    assert ratio < 10, ratio        # about 5 here; the quadratic scan made it 30
