@@ -73,8 +73,9 @@ static int is_reserved(const char *s)
     return 0;
 }
 
-/* Normalise one entry of `functions` into {"name": .., "arities": [..]?}.
- * Returns a new reference or NULL with errbuf set. */
+/* Normalise one entry of `functions`: its name (a string) when it has no
+ * arities, else {"name": .., "arities": [..]}.  Returns a new reference or
+ * NULL with errbuf set. */
 static json_t *norm_function(const char *tool, const json_t *f, char *err, size_t errlen)
 {
     const json_t *jname, *ar = NULL, *a;
@@ -111,16 +112,25 @@ static json_t *norm_function(const char *tool, const json_t *f, char *err, size_
             }
         }
     }
-    /* by hand rather than json_pack: this runs up to MAX_TOOLS x MAX_FUNCTIONS
-     * times per request, and the name is already known to be ASCII */
+    /* A plain name stays the client's own string (a reference, no copy):
+     * this runs up to MAX_TOOLS x MAX_FUNCTIONS times per request. */
+    if (!ar || json_is_null(ar))
+        return json_incref((json_t *)jname);
     out = json_object();
-    if (!out || json_object_set_new_nocheck(out, "name", json_stringn_nocheck(name, strlen(name))) < 0 ||
-        (ar && !json_is_null(ar) && json_object_set_nocheck(out, "arities", (json_t *)ar) < 0)) {
+    if (!out || json_object_set_nocheck(out, "name", (json_t *)jname) < 0 ||
+        json_object_set_nocheck(out, "arities", (json_t *)ar) < 0) {
         json_decref(out);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     return out;
+}
+
+/* The name of a normalised tool or function entry. */
+static const char *entry_name(const json_t *entry)
+{
+    return json_is_string(entry) ? json_string_value(entry)
+                                 : json_string_value(json_object_get(entry, "name"));
 }
 
 /* Is key already in set?  Duplicate checks go through a jansson object,
@@ -134,7 +144,7 @@ static int seen(const json_t *set, const json_t *arr, const char *key)
     json_t *g;
     (void)set;
     json_array_foreach(arr, k, g)       /* mutant: the quadratic scan */
-        if (strcmp(json_string_value(json_object_get(g, "name")), key) == 0)
+        if (strcmp(entry_name(g), key) == 0)
             return 1;
     return 0;
 #else
@@ -210,7 +220,7 @@ static json_t *norm_tools(const json_t *tools, json_t **index, char *err, size_t
 
             if (!nf)
                 goto fail;
-            fname = json_string_value(json_object_get(nf, "name"));
+            fname = entry_name(nf);
             if (seen(fset, fns, fname)) {
                 json_decref(nf);
                 snprintf(err, errlen, "tool %s: function %s declared twice", name, fname);

@@ -262,8 +262,8 @@ static int tool_call(lua_State *L)
 }
 
 /* One flat global table per tool: __module plus one closure per function.
- * The supervisor has normalised the list (module present, functions as
- * objects); anything else in it is skipped. */
+ * The supervisor has normalised the list (module present, each function a
+ * name or an object with "name" and "arities"); anything else is skipped. */
 static void make_tools(lua_State *L, struct job *job, int g)
 {
     json_t *tools = json_object_get(job->spec, "tools"), *t, *f, *ar, *a;
@@ -280,7 +280,8 @@ static void make_tools(lua_State *L, struct job *job, int g)
         lua_pushstring(L, module != NULL ? module : name);
         lua_setfield(L, -2, "__module");
         json_array_foreach(fns, j, f) {
-            const char *fname = json_string_value(json_object_get(f, "name"));
+            const char *fname = json_is_string(f) ? json_string_value(f)
+                                                  : json_string_value(json_object_get(f, "name"));
             if (fname == NULL)
                 continue;
             lua_pushstring(L, name);
