@@ -1,0 +1,693 @@
+defmodule Sandboxd do
+  @moduledoc """
+  A client for sandboxd, the daemon that runs untrusted Lua 5.3 for agents.
+
+      {:ok, conn} = Sandboxd.connect()
+      {:ok, result} =
+        Sandboxd.execute(conn, "return Weather.get('Paris').temp",
+          tools: %{"Weather" => %{"get" => fn city -> %{temp: 21, city: city} end}}
+        )
+      result.value #=> 21
+
+  The socket is `:socket` in the options, else `config :sandboxd, socket:`,
+  else `$SANDBOXD_SOCKET`, else `/run/sandboxd/sandboxd.sock`.
+
+  ## Processes
+
+  A connection is a reader process (linked to the process that called
+  `connect/1`, unless `link: false`) that owns the socket and always reads
+  it; several executions may be in flight on one connection, from any
+  processes. **Tool functions run in the process that waits for the
+  execution** (the caller of `execute/3`, or of `await/2`), never in the
+  reader, so they see that process's dictionary, `self()`, and anything found
+  through its ancestry (such as Legion's per-agent Vault). Tool calls of one
+  execution run one at a time, in the order they arrive (also under the
+  daemon's `parallel`, whose calls then run in turn). If the waiting process
+  dies, its executions are cancelled.
+
+  ## Errors
+
+  Every function returns `{:ok, value}` or `{:error, %Sandboxd.Error{}}`,
+  with `kind` the daemon's error kind (`:runtime_error`, `:timeout`,
+  `:busy`, ...) or `:unavailable` when the daemon cannot be reached.
+
+  ## Tools
+
+  See `Sandboxd.Tool` for the accepted forms. A tool's return value is
+  converted by `Sandboxd.Value.to_json/1` (atoms to strings, tuples to lists,
+  structs to maps, functions to nil); a value JSON cannot carry, or a result
+  larger than the daemon's `max_message_bytes`, becomes a tool error, which
+  Lua can catch. An exception raised by a tool is a Lua error `Name.fn:
+  message` that `pcall` can catch; `raise Sandboxd.ToolAbort`, `throw` and
+  `exit` end the whole execution with `:tool_aborted` (the thrown value or
+  exit reason in the error's `reason` as `{:throw, v}` / `{:exit, r}`).
+  """
+
+  alias Sandboxd.{Connection, Error, JSON, Result, Tool, Value}
+  import Bitwise, only: [<<<: 2]
+
+  @enforce_keys [:pid, :socket, :info]
+  defstruct [:pid, :socket, :info, :path]
+
+  @typedoc "A connection: the reader process, the socket, and the daemon's `describe`."
+  @type t :: %__MODULE__{pid: pid, socket: port, info: map, path: String.t()}
+
+  @default_socket "/run/sandboxd/sandboxd.sock"
+
+  defmodule Pending do
+    @moduledoc "An execution in flight, from `Sandboxd.execute_async/3`."
+    defstruct [:conn, :id, :tag, :owner, :tools, :refs, :on_output, :deadline]
+    @type t :: %__MODULE__{}
+  end
+
+  defmodule Session do
+    @moduledoc "An open session (daemons whose `describe` lists the \"sessions\" feature)."
+    defstruct [:conn, :id, :tools, :refs]
+    @type t :: %__MODULE__{}
+  end
+
+  ## Connecting
+
+  @doc """
+  The socket path in force: `config :sandboxd, socket:`, else
+  `$SANDBOXD_SOCKET`, else `#{@default_socket}`. Read at every call.
+  """
+  @spec socket_path() :: String.t()
+  def socket_path do
+    Application.get_env(:sandboxd, :socket) || System.get_env("SANDBOXD_SOCKET") ||
+      @default_socket
+  end
+
+  @doc """
+  Connects to the daemon and reads its `describe`.
+
+  Options: `:socket` (path), `:connect_timeout` (ms, default 5000), `:link`
+  (default `true`: the reader is linked to the caller), `:max_line_bytes`
+  (the longest line accepted from the daemon; default 1 GiB).
+  """
+  @spec connect(keyword) :: {:ok, t} | {:error, Error.t()}
+  def connect(opts \\ []) do
+    path = Keyword.get_lazy(opts, :socket, &socket_path/0)
+    timeout = Keyword.get(opts, :connect_timeout, 5000)
+    sock_opts = [:binary, packet: :line, active: false, buffer: 1 <<< 20]
+
+    with {:ok, socket} <- tcp_connect(path, sock_opts, timeout),
+         {:ok, info} <- hello(socket, path, timeout) do
+      {:ok, pid} = Connection.start(socket, opts, Keyword.get(opts, :link, true))
+      :ok = :gen_tcp.controlling_process(socket, pid)
+      :ok = GenServer.call(pid, :activate)
+      {:ok, %__MODULE__{pid: pid, socket: socket, info: info, path: path}}
+    end
+  end
+
+  defp tcp_connect(path, sock_opts, timeout) do
+    case :gen_tcp.connect({:local, path}, 0, sock_opts, timeout) do
+      {:ok, socket} ->
+        {:ok, socket}
+
+      {:error, reason} ->
+        {:error,
+         Error.unavailable(
+           "cannot connect to sandboxd at #{path}: #{:inet.format_error(reason)}",
+           reason
+         )}
+    end
+  end
+
+  # describe, read in passive mode before the reader takes the socket.  A
+  # daemon that refuses the peer (forbidden, busy) answers with id null.
+  defp hello(socket, path, timeout) do
+    line = [~s({"jsonrpc":"2.0","id":0,"method":"describe"}), ?\n]
+
+    result =
+      with :ok <- :gen_tcp.send(socket, line),
+           {:ok, reply} <- recv_line(socket, [], timeout) do
+        case JSON.decode(reply) do
+          {:ok, %{"id" => 0, "result" => info}} -> {:ok, info}
+          {:ok, %{"error" => err}} -> {:error, Error.from_rpc(err)}
+          _ -> {:error, Error.protocol("unexpected answer to describe")}
+        end
+      end
+
+    case result do
+      {:ok, _} = ok ->
+        ok
+
+      {:error, %Error{} = e} ->
+        :gen_tcp.close(socket)
+        {:error, e}
+
+      {:error, reason} ->
+        :gen_tcp.close(socket)
+
+        {:error,
+         Error.unavailable(
+           "sandboxd at #{path} closed the connection (#{inspect(reason)})",
+           reason
+         )}
+    end
+  end
+
+  defp recv_line(socket, acc, timeout) do
+    case :gen_tcp.recv(socket, 0, timeout) do
+      {:ok, data} ->
+        if :binary.last(data) == ?\n,
+          do: {:ok, IO.iodata_to_binary([acc, data])},
+          else: recv_line(socket, [acc, data], timeout)
+
+      {:error, _} = e ->
+        e
+    end
+  end
+
+  @doc "Closes the connection; executions in flight on it are cancelled by the daemon."
+  @spec close(t) :: :ok
+  def close(%__MODULE__{pid: pid}) do
+    GenServer.call(pid, :close)
+  catch
+    :exit, _ -> :ok
+  end
+
+  @doc "The daemon's `features` (describe), e.g. `[\"sessions\", \"parallel\"]`."
+  @spec features(t) :: [String.t()]
+  def features(%__MODULE__{info: info}), do: List.wrap(info["features"])
+
+  ## Simple requests
+
+  @doc "`ping`: `{:ok, %{}}` when the daemon answers."
+  def ping(conn), do: call(conn, "ping", %{})
+
+  @doc "`describe`, asked again (the one read at connect is in `conn.info`)."
+  def describe(conn), do: call(conn, "describe", %{})
+
+  @doc "`prompt_info`: `%{\"language\" => ..., \"constraints\" => ..., \"tool_usage\" => ...}`."
+  def prompt_info(conn, opts \\ []) do
+    call(conn, "prompt_info", if(opts[:session], do: %{"session" => true}, else: %{}))
+  end
+
+  @doc "`binding_names` by the daemon (it validates the bindings); see also `binding_names/1`."
+  def binding_names(conn, bindings), do: call(conn, "binding_names", %{"bindings" => bindings})
+
+  @doc "The names held in `bindings`, read locally (no round trip)."
+  @spec binding_names([term]) :: [String.t()]
+  def binding_names(bindings) when is_list(bindings), do: for([name, _] <- bindings, do: name)
+
+  @doc "`check`: compiles `code` in a worker. `{:ok, %{\"ok\" => true}}` or a `:syntax_error`."
+  def check(conn, code, opts \\ []) do
+    {decls, _, _} = declare(conn, Keyword.get(opts, :tools))
+
+    with :ok <- code_size(conn, code) do
+      call(conn, "check", put_opt(%{"code" => code}, "tools", decls))
+    end
+  end
+
+  ## Executing
+
+  @doc """
+  Runs `code` and waits for its result, serving its tool calls in the
+  calling process. `{:ok, %Sandboxd.Result{}}` or `{:error, %Sandboxd.Error{}}`.
+
+  Options:
+
+    * `:tools` - see `Sandboxd.Tool`.
+    * `:bindings` - the `bindings` of an earlier result (default: fresh).
+    * `:timeout_ms` - integer or `:infinity`; the daemon's wall clock.
+    * `:limits` - map or keyword: `max_heap`, `max_reductions`, `cpu_ms`,
+      `priority`, `max_output_bytes`, `max_bindings_bytes`, `max_tool_calls`
+      (atoms `:infinity`, `:low`, ... are written as the daemon's strings).
+    * `:on_output` - a function called with each piece of printed output
+      while the chunk runs (`stream_output`).
+    * `:session` - run in a `Sandboxd.Session` (from `open_session/2`).
+    * `:modules` - `%{"Elixir.Name" => Name}`: objects in tool arguments and
+      in the value whose `"__module"` is one of these become the module atom
+      (tools given as modules are added automatically).
+    * `:client_timeout` - how long to wait for the answer before cancelling,
+      in ms (default: `timeout_ms` + 5000, or `:infinity` with `timeout_ms:
+      :infinity`). Queue time counts here, not in the daemon's `timeout_ms`.
+  """
+  @spec execute(t | Session.t(), String.t(), keyword) :: {:ok, Result.t()} | {:error, Error.t()}
+  def execute(conn_or_session, code, opts \\ []) do
+    with {:ok, pending} <- execute_async(conn_or_session, code, opts) do
+      await(pending)
+    end
+  end
+
+  @doc """
+  Sends an execute and returns at once with a `Sandboxd.Pending`; the result
+  comes from `await/2`, which must be called by the same process (tool calls
+  are delivered to it). `cancel/1` ends it early.
+  """
+  @spec execute_async(t | Session.t(), String.t(), keyword) ::
+          {:ok, Pending.t()} | {:error, Error.t()}
+  def execute_async(target, code, opts \\ [])
+
+  def execute_async(%Session{conn: conn} = s, code, opts) do
+    params =
+      %{"code" => code, "session" => s.id}
+      |> put_opt("timeout_ms", wire_limit(opts[:timeout_ms]))
+      |> put_opt("limits", wire_limits(opts[:limits]))
+      |> put_opt("stream_output", if(opts[:on_output], do: true))
+      |> put_opt("return_bindings", if(opts[:return_bindings], do: true))
+
+    refs = Map.merge(s.refs, Map.new(Keyword.get(opts, :modules, %{})))
+    start(conn, code, params, s.tools, refs, opts)
+  end
+
+  def execute_async(%__MODULE__{} = conn, code, opts) do
+    {decls, dispatch, refs} = declare(conn, Keyword.get(opts, :tools))
+
+    params =
+      %{"code" => code}
+      |> put_opt("tools", decls)
+      |> put_opt("bindings", opts[:bindings])
+      |> put_opt("timeout_ms", wire_limit(opts[:timeout_ms]))
+      |> put_opt("limits", wire_limits(opts[:limits]))
+      |> put_opt("stream_output", if(opts[:on_output], do: true))
+
+    refs = Map.merge(refs, Map.new(Keyword.get(opts, :modules, %{})))
+    start(conn, code, params, dispatch, refs, opts)
+  end
+
+  defp start(conn, code, params, dispatch, refs, opts) do
+    with :ok <- code_size(conn, code),
+         {:ok, id, tag} <- send_request(conn, "execute", params) do
+      {:ok,
+       %Pending{
+         conn: conn,
+         id: id,
+         tag: tag,
+         owner: self(),
+         tools: dispatch,
+         refs: refs,
+         on_output: opts[:on_output],
+         deadline: deadline(opts)
+       }}
+    end
+  end
+
+  defp deadline(opts) do
+    wait =
+      case Keyword.fetch(opts, :client_timeout) do
+        {:ok, t} ->
+          t
+
+        :error ->
+          if opts[:timeout_ms] == :infinity,
+            do: :infinity,
+            else: (opts[:timeout_ms] || 60_000) + 5000
+      end
+
+    if wait == :infinity, do: :infinity, else: System.monotonic_time(:millisecond) + wait
+  end
+
+  @doc """
+  Sends `$/cancelRequest` for a pending execution; its `await/2` then returns
+  `{:error, %Sandboxd.Error{kind: :cancelled}}`. May be called from any
+  process.
+  """
+  @spec cancel(Pending.t()) :: :ok
+  def cancel(%Pending{conn: conn, id: id}) do
+    :gen_tcp.send(conn.socket, cancel_line(id))
+    :ok
+  end
+
+  @doc """
+  Waits for a pending execution, serving its tool calls in this process
+  (the one that called `execute_async/3`). `timeout` (ms) bounds this wait
+  only: on expiry the execution is cancelled and `{:error, %Error{kind:
+  :timeout}}` returned.
+  """
+  @spec await(Pending.t(), timeout) :: {:ok, Result.t()} | {:error, Error.t()}
+  def await(%Pending{} = p, timeout \\ :infinity) do
+    deadline =
+      case timeout do
+        :infinity -> p.deadline
+        ms -> min_deadline(p.deadline, System.monotonic_time(:millisecond) + ms)
+      end
+
+    loop(p, deadline, nil)
+  end
+
+  defp min_deadline(:infinity, b), do: b
+  defp min_deadline(a, b), do: min(a, b)
+
+  defp loop(%Pending{tag: tag} = p, deadline, aborted) do
+    receive do
+      {^tag, {:tool_call, cid, params}} ->
+        loop(p, deadline, serve(p, cid, params) || aborted)
+
+      {^tag, {:output, text}} ->
+        if p.on_output, do: p.on_output.(text)
+        loop(p, deadline, aborted)
+
+      {^tag, {:reply, resp}} ->
+        Process.demonitor(tag, [:flush])
+        reply(resp, p, aborted)
+
+      {^tag, {:closed, reason}} ->
+        Process.demonitor(tag, [:flush])
+
+        {:error,
+         Error.unavailable("the connection to sandboxd was lost (#{inspect(reason)})", reason)}
+
+      {:DOWN, ^tag, :process, _, reason} ->
+        {:error,
+         Error.unavailable("the connection to sandboxd was lost (#{inspect(reason)})", reason)}
+    after
+      wait_ms(deadline) -> give_up(p)
+    end
+  end
+
+  defp wait_ms(:infinity), do: :infinity
+  defp wait_ms(deadline), do: max(deadline - System.monotonic_time(:millisecond), 0)
+
+  # The client's own deadline passed: cancel, stop listening, drop whatever
+  # the reader sent meanwhile.
+  defp give_up(%Pending{conn: conn, tag: tag} = p) do
+    try do
+      GenServer.call(conn.pid, {:forget, p.id})
+    catch
+      :exit, _ -> :ok
+    end
+
+    Process.demonitor(tag, [:flush])
+    flush(tag)
+
+    {:error,
+     %Error{
+       kind: :timeout,
+       message: "no answer from sandboxd in time; the execution was cancelled"
+     }}
+  end
+
+  defp flush(tag) do
+    receive do
+      {^tag, _} -> flush(tag)
+    after
+      0 -> :ok
+    end
+  end
+
+  defp reply(%{"result" => r}, p, _aborted) when is_map(r) do
+    {:ok,
+     %Result{
+       value: Value.from_json(r["value"], p.refs),
+       bindings: Map.get(r, "bindings", []),
+       binding_names: Map.get(r, "binding_names", []),
+       output: Map.get(r, "output", ""),
+       output_truncated: Map.get(r, "output_truncated", false),
+       stats: Map.get(r, "stats", %{})
+     }}
+  end
+
+  defp reply(%{"error" => err}, _p, aborted) do
+    e = Error.from_rpc(err)
+    {:error, if(e.kind == :tool_aborted and aborted, do: %{e | reason: aborted}, else: e)}
+  end
+
+  defp reply(_other, _p, _aborted), do: {:error, Error.protocol("malformed response")}
+
+  # Serves one tool call in this process.  Returns {:throw, v} / {:exit, r}
+  # when the tool escaped that way (the execution is then aborted), else nil.
+  defp serve(p, cid, params) do
+    {answer, escaped} =
+      with {:ok, {arities, fun}} <- lookup(p.tools, params),
+           args = Value.from_json(List.wrap(params["args"]), p.refs),
+           :ok <- arity_ok(params, arities, args) do
+        run(fun, args, params)
+      else
+        {:error, message} -> {{:error, message, false}, nil}
+      end
+
+    :gen_tcp.send(p.conn.socket, answer_line(cid, answer, p.conn.info))
+    escaped
+  end
+
+  defp lookup(tools, %{"tool" => t, "function" => f}) do
+    case tools do
+      %{^t => %{^f => entry}} -> {:ok, entry}
+      _ -> {:error, "#{t}.#{f} is not a function of this execution"}
+    end
+  end
+
+  defp lookup(_tools, _params), do: {:error, "malformed tool call"}
+
+  defp arity_ok(_params, nil, _args), do: :ok
+
+  defp arity_ok(params, arities, args) do
+    n = length(args)
+
+    if n in arities,
+      do: :ok,
+      else:
+        {:error,
+         "#{params["tool"]}.#{params["function"]} takes #{Enum.join(arities, " or ")} argument(s), got #{n}"}
+  end
+
+  defp run(fun, args, params) do
+    result = fun.(args)
+
+    case Value.to_json(result) do
+      {:ok, data} -> {{:ok, data}, nil}
+      {:error, message} -> {{:error, message, false}, nil}
+    end
+  rescue
+    e in Sandboxd.ToolAbort -> {{:error, Exception.message(e), true}, nil}
+    e -> {{:error, Exception.message(e), false}, nil}
+  catch
+    :throw, v ->
+      {{:error, "#{params["tool"]}.#{params["function"]} threw #{inspect(v)}", true}, {:throw, v}}
+
+    :exit, r ->
+      {{:error, "#{params["tool"]}.#{params["function"]} exited: #{inspect(r)}", true},
+       {:exit, r}}
+  end
+
+  # One tool answer line; a result too large for the daemon's
+  # max_message_bytes is replaced by a tool error, so Lua gets a catchable
+  # error instead of a call the daemon can never match.
+  defp answer_line(cid, answer, info) do
+    id = JSON.encode!(cid)
+
+    line =
+      case answer do
+        {:ok, data} ->
+          [~s({"jsonrpc":"2.0","id":), id, ~s(,"result":), JSON.encode!(data), "}\n"]
+
+        {:error, message, abort?} ->
+          error_line(id, message, abort?)
+      end
+
+    max = max_message(info)
+
+    if IO.iodata_length(line) - 1 > max do
+      error_line(
+        id,
+        "tool result of #{IO.iodata_length(line)} bytes exceeds the daemon's message limit of #{max} bytes",
+        false
+      )
+    else
+      line
+    end
+  end
+
+  defp error_line(id, message, abort?) do
+    message = Value.utf8(message)
+
+    message =
+      if byte_size(message) > 8192,
+        do: binary_part(message, 0, 8192) |> Value.utf8(),
+        else: message
+
+    data = if abort?, do: ~s(,"data":{"abort":true}), else: ""
+
+    [
+      ~s({"jsonrpc":"2.0","id":),
+      id,
+      ~s(,"error":{"code":1,"message":),
+      JSON.encode!(message),
+      data,
+      "}}\n"
+    ]
+  end
+
+  ## Sessions
+
+  @doc """
+  Opens a session (a worker and its Lua state kept between chunks). Needs a
+  daemon whose `describe` lists `"sessions"`. Options: `:tools`,
+  `:bindings`, `:timeout_ms`, `:limits`, `:idle_timeout_ms`, `:modules`.
+  """
+  @spec open_session(t, keyword) :: {:ok, Session.t()} | {:error, Error.t()}
+  def open_session(%__MODULE__{} = conn, opts \\ []) do
+    if "sessions" in features(conn) do
+      {decls, dispatch, refs} = declare(conn, Keyword.get(opts, :tools))
+
+      params =
+        %{}
+        |> put_opt("tools", decls)
+        |> put_opt("bindings", opts[:bindings])
+        |> put_opt("timeout_ms", wire_limit(opts[:timeout_ms]))
+        |> put_opt("limits", wire_limits(opts[:limits]))
+        |> put_opt("idle_timeout_ms", opts[:idle_timeout_ms])
+
+      with {:ok, %{"session" => id}} <- call(conn, "session/open", params) do
+        refs = Map.merge(refs, Map.new(Keyword.get(opts, :modules, %{})))
+        {:ok, %Session{conn: conn, id: id, tools: dispatch, refs: refs}}
+      end
+    else
+      {:error,
+       %Error{
+         kind: :method_not_found,
+         message: "this sandboxd has no sessions (describe features)"
+       }}
+    end
+  end
+
+  @doc "`session/snapshot`: `{:ok, %{\"bindings\" => b, \"binding_names\" => names}}`."
+  def snapshot(%Session{conn: conn, id: id}),
+    do: call(conn, "session/snapshot", %{"session" => id})
+
+  @doc "`session/close`."
+  def close_session(%Session{conn: conn, id: id}) do
+    with {:ok, _} <- call(conn, "session/close", %{"session" => id}), do: :ok
+  end
+
+  ## Internals
+
+  @doc false
+  # One request without tools; waits for its answer.
+  def call(conn, method, params, timeout \\ 60_000) do
+    with {:ok, id, tag} <- send_request(conn, method, params) do
+      receive do
+        {^tag, {:reply, %{"result" => r}}} ->
+          Process.demonitor(tag, [:flush])
+          {:ok, r}
+
+        {^tag, {:reply, %{"error" => err}}} ->
+          Process.demonitor(tag, [:flush])
+          {:error, Error.from_rpc(err)}
+
+        {^tag, {:closed, reason}} ->
+          Process.demonitor(tag, [:flush])
+
+          {:error,
+           Error.unavailable("the connection to sandboxd was lost (#{inspect(reason)})", reason)}
+
+        {:DOWN, ^tag, :process, _, reason} ->
+          {:error,
+           Error.unavailable("the connection to sandboxd was lost (#{inspect(reason)})", reason)}
+      after
+        timeout -> give_up(%Pending{conn: conn, id: id, tag: tag})
+      end
+    end
+  end
+
+  defp send_request(%__MODULE__{pid: pid, socket: socket, info: info}, method, params) do
+    id = System.unique_integer([:positive])
+    body = JSON.encode!(params)
+
+    line = [
+      ~s({"jsonrpc":"2.0","id":),
+      Integer.to_string(id),
+      ~s(,"method":"),
+      method,
+      ~s(","params":),
+      body,
+      "}\n"
+    ]
+
+    size = IO.iodata_length(line) - 1
+    max = max_message(info)
+
+    if size > max do
+      {:error,
+       %Error{
+         kind: :message_too_large,
+         code: -32600,
+         message: "the request is #{size} bytes, above the daemon's max_message_bytes (#{max})"
+       }}
+    else
+      tag = Process.monitor(pid)
+      send(pid, {:register, id, self(), tag})
+
+      case :gen_tcp.send(socket, line) do
+        :ok ->
+          {:ok, id, tag}
+
+        {:error, reason} ->
+          Process.demonitor(tag, [:flush])
+          flush(tag)
+          {:error, Error.unavailable("cannot send to sandboxd (#{inspect(reason)})", reason)}
+      end
+    end
+  end
+
+  defp max_message(info), do: get_in(info, ["daemon", "max_message_bytes"]) || 16_777_216
+
+  defp code_size(%__MODULE__{info: info}, code) when is_binary(code) do
+    max = get_in(info, ["daemon", "max_code_bytes"]) || 65_536
+
+    if byte_size(code) > max,
+      do:
+        {:error,
+         %Error{
+           kind: :code_too_large,
+           code: -32008,
+           message: "code exceeds maximum size of #{max} bytes",
+           output: ""
+         }},
+      else: :ok
+  end
+
+  defp cancel_line(id),
+    do: [
+      ~s({"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":),
+      JSON.encode!(id),
+      "}}\n"
+    ]
+
+  @doc false
+  # Declarations for the daemon, the dispatch table and the module refs.
+  def declare(_conn, nil), do: {nil, %{}, %{}}
+  def declare(_conn, []), do: {nil, %{}, %{}}
+
+  def declare(conn, tools) do
+    any? = "any_function_names" in features(conn)
+    tools = Tool.normalize(tools)
+
+    {decls, dispatch} =
+      Enum.map_reduce(tools, %{}, fn t, acc ->
+        {decl, fns} = Tool.declare(t, any?)
+        {decl, Map.put(acc, t.name, fns)}
+      end)
+
+    refs =
+      for %Tool{module: m} <- tools,
+          is_binary(m),
+          mod = existing_module(m),
+          into: %{},
+          do: {m, mod}
+
+    {decls, dispatch, refs}
+  end
+
+  defp existing_module(name) do
+    String.to_existing_atom(name)
+  rescue
+    ArgumentError -> nil
+  end
+
+  defp put_opt(map, _key, nil), do: map
+  defp put_opt(map, key, value), do: Map.put(map, key, value)
+
+  @doc false
+  def wire_limit(nil), do: nil
+  def wire_limit(:infinity), do: "infinity"
+  def wire_limit(n) when is_integer(n), do: n
+  def wire_limit(a) when is_atom(a), do: Atom.to_string(a)
+  def wire_limit(other), do: other
+
+  defp wire_limits(nil), do: nil
+  defp wire_limits(limits), do: Map.new(limits, fn {k, v} -> {to_string(k), wire_limit(v)} end)
+end
