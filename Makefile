@@ -43,7 +43,7 @@ CLIENT_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(CLIENT_SRCS))
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 LIB         := $(O)/libsandboxd.a
 
-.PHONY: all deps run test test-unit test-integration test-hooks test-node asan bench mutation fuzz install clean
+.PHONY: all deps run test test-unit test-integration test-hooks test-node test-elixir asan bench mutation fuzz install clean
 all: $(O)/sandboxd $(O)/sandboxctl
 
 deps: build/.deps
@@ -123,9 +123,16 @@ test: deps
 	$(MAKE) O=build/asan SANITIZE=1 test-unit test-integration
 	$(MAKE) test-hooks
 	$(MAKE) O=build test-node
+	$(MAKE) O=build test-elixir
 	$(MAKE) -C bench O=$(CURDIR)/build smoke
 	FUZZ_JOBS=2 tests/fuzz/run.sh 10
 	$(MAKE) mutation
+
+# The Elixir client and Legion adapter (client/elixir) against the daemon in
+# $(O): ExUnit, offline (the mix project has no dependencies, so no Hex).
+test-elixir: all
+	cd client/elixir && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd MIX_ENV=test HEX_OFFLINE=1 \
+	MIX_BUILD_ROOT=$(CURDIR)/$(O)/elixir mix test
 
 asan:
 	$(MAKE) O=build/asan SANITIZE=1 all

@@ -73,8 +73,10 @@ defmodule Sandboxd.Connection do
   end
 
   def handle_call({:register_shared, key, conn}, _from, st) do
-    {:ok, _} = Registry.register(Sandboxd.Registry, key, conn)
-    {:reply, :ok, st}
+    case Registry.register(Sandboxd.Registry, key, conn) do
+      {:ok, _} -> {:reply, :ok, st}
+      {:error, _} = e -> {:reply, e, st}
+    end
   end
 
   def handle_call(:close, _from, st) do
@@ -92,21 +94,21 @@ defmodule Sandboxd.Connection do
   end
 
   def handle_info({:tcp, _sock, data}, st) do
-    if :binary.last(data) == ?\n do
-      line = if st.partial == [], do: data, else: IO.iodata_to_binary([st.partial, data])
-      line = binary_part(line, 0, byte_size(line) - 1)
-      st = %{st | partial: [], partial_size: 0}
-      {:noreply, dispatch(line, st)}
-    else
-      size = st.partial_size + byte_size(data)
+    size = st.partial_size + byte_size(data)
 
-      if size > st.max_line do
+    cond do
+      size > st.max_line ->
         Logger.error("sandboxd: a line from the daemon exceeds #{st.max_line} bytes; closing")
         :gen_tcp.close(st.socket)
         {:stop, :normal, fail_all(st, :line_too_long)}
-      else
+
+      :binary.last(data) == ?\n ->
+        line = if st.partial == [], do: data, else: IO.iodata_to_binary([st.partial, data])
+        line = binary_part(line, 0, byte_size(line) - 1)
+        {:noreply, dispatch(line, %{st | partial: [], partial_size: 0})}
+
+      true ->
         {:noreply, %{st | partial: [st.partial, data], partial_size: size}}
-      end
     end
   end
 

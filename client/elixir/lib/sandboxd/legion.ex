@@ -317,15 +317,20 @@ defmodule Sandboxd.Legion do
 
       :none ->
         with {:ok, conn} <- Sandboxd.connect(socket: path, link: false) do
-          :ok = GenServer.call(conn.pid, {:register_shared, {:shared, path}, conn})
-          {:ok, conn}
+          case GenServer.call(conn.pid, {:register_shared, {:shared, path}, conn}) do
+            :ok -> {:ok, conn}
+            # the dead reader's entry is still there: use this one unlisted
+            {:error, _} -> {:ok, conn}
+          end
         end
     end
   end
 
   defp lookup(path) do
+    # A connection whose reader is gone (the daemon restarted) may stay
+    # listed for a moment: it counts as none.
     case Registry.lookup(Sandboxd.Registry, {:shared, path}) do
-      [{_pid, conn}] -> {:ok, conn}
+      [{pid, conn}] -> if Process.alive?(pid), do: {:ok, conn}, else: :none
       [] -> :none
     end
   rescue

@@ -40,10 +40,10 @@ defmodule Sandboxd.TestDaemon do
   end
 
   @doc "Starts a daemon; `overrides` is `%{section => %{key => value}}`. Returns `%{socket:, port:, dir:}`."
-  def start(overrides \\ %{}) do
+  def start(overrides \\ %{}, opts \\ []) do
     dir = Path.join(System.tmp_dir!(), "sandboxd-ex-#{System.unique_integer([:positive])}")
     File.mkdir_p!(dir)
-    socket = Path.join(dir, "s.sock")
+    socket = Keyword.get(opts, :socket, Path.join(dir, "s.sock"))
     conf = Path.join(dir, "sandboxd.conf")
     log = Path.join(dir, "sandboxd.log")
     File.write!(conf, render(Map.merge(@defaults, overrides, fn _, a, b -> Map.merge(a, b) end)))
