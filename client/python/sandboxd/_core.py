@@ -15,8 +15,8 @@ DEFAULT_SOCKET = "/run/sandboxd/sandboxd.sock"
 # Incoming lines are refused above this before `describe` has told the real
 # limits (a describe answer is a few hundred bytes).
 BOOT_LINE_LIMIT = 1 << 20
-# Client-side deadline: timeout_ms plus this much, so the daemon's own timeout
-# answer (with output and stats) normally arrives first.
+# Client-side deadline: timeout_ms plus this much (the default), so the
+# daemon's own timeout answer (with output and stats) normally arrives first.
 DEADLINE_GRACE_S = 2.0
 TOOL_ERROR_CODE = 1
 
@@ -143,12 +143,12 @@ def execute_params(code, toolset, bindings, timeout_ms, limits, stream, max_tool
     return p, budget
 
 
-def deadline_s(timeout_ms, info):
+def deadline_s(timeout_ms, info, grace):
     """Seconds the client waits for an execute at most, or None (no deadline)."""
     t = info.default_timeout_ms if timeout_ms is None else timeout_ms
-    if not isinstance(t, (int, float)) or isinstance(t, bool):
+    if not isinstance(t, (int, float)) or isinstance(t, bool) or grace is None:
         return None                             # "infinity" (or junk: the daemon says)
-    return t / 1000.0 + DEADLINE_GRACE_S
+    return t / 1000.0 + grace
 
 
 class Execution:
@@ -244,6 +244,12 @@ def execute_error(exc, ex):
     elif ex is not None and ex.abort_cause is not None and exc.kind == "tool_aborted":
         exc.__cause__ = ex.abort_cause
     return exc
+
+
+def deadline_error(secs, grace):
+    return errors.make_error(
+        "timeout", "no answer within %.1f s (the client's deadline: timeout_ms plus %.1f s, "
+        "time in the daemon's queue included)" % (secs, grace))
 
 
 def conn_lost_error(reason):

@@ -240,9 +240,7 @@ class _Conn(asyncio.Protocol):
     def _deadline(self, rid, fut, secs):
         if fut.done():
             return
-        fut.set_exception(errors.make_error(
-            "timeout", "no answer within %.1f s (the client's deadline: timeout_ms plus %.1f s, "
-            "time in the daemon's queue included)" % (secs, _core.DEADLINE_GRACE_S)))
+        fut.set_exception(_core.deadline_error(secs, self.client.deadline_grace))
         self.write(_core.cancel_line(rid))
 
 
@@ -264,10 +262,14 @@ class AsyncClient:
 
     socket: the daemon's socket; default $SANDBOXD_SOCKET, then
     /run/sandboxd/sandboxd.sock.  tool_threads: the size of the thread pool
-    that runs tools that are not coroutine functions.
+    that runs tools that are not coroutine functions.  deadline_grace: an
+    execute raises LimitExceeded (kind timeout, data["client"] true) when no
+    answer came within timeout_ms plus this many seconds (None: no deadline).
     """
 
-    def __init__(self, socket=None, *, connect_timeout=5.0, tool_threads=32):
+    def __init__(self, socket=None, *, connect_timeout=5.0, tool_threads=32,
+                 deadline_grace=_core.DEADLINE_GRACE_S):
+        self.deadline_grace = deadline_grace
         self.socket_path = _core.socket_path(socket)
         self.connect_timeout = connect_timeout
         self.tool_threads = tool_threads
@@ -353,9 +355,9 @@ class AsyncClient:
                                               max_tool_calls, info, session)
         live = "stream_output" in params
         ex = Execution(None, toolset, budget, stream, live)
+        deadline = _core.deadline_s(timeout_ms, info, self.deadline_grace)
         try:
-            r = Result.from_wire(await conn.call("execute", params, ex,
-                                                 _core.deadline_s(timeout_ms, info)))
+            r = Result.from_wire(await conn.call("execute", params, ex, deadline))
         except errors.SandboxdError as e:
             e = _core.execute_error(e, ex)
             if stream is not None and not live and e.output:

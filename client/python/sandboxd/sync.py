@@ -110,10 +110,7 @@ class _Conn:
             end = None if deadline is None else _monotonic() + deadline
             if not self.wait(slot, end):
                 self.write(_core.cancel_line(rid))
-                raise errors.make_error(
-                    "timeout", "no answer within %.1f s (the client's deadline: timeout_ms plus "
-                    "%.1f s, time in the daemon's queue included)"
-                    % (deadline, _core.DEADLINE_GRACE_S))
+                raise _core.deadline_error(deadline, self.client.deadline_grace)
         except KeyboardInterrupt:
             self.interrupted(rid, slot)
             raise
@@ -313,10 +310,12 @@ class Client:
 
     socket: default $SANDBOXD_SOCKET, then /run/sandboxd/sandboxd.sock.
     tool_threads: 0 (default) serves tool calls in the reading thread, N > 0
-    in a pool of N threads.
+    in a pool of N threads.  deadline_grace: as AsyncClient's.
     """
 
-    def __init__(self, socket=None, *, connect_timeout=5.0, tool_threads=0):
+    def __init__(self, socket=None, *, connect_timeout=5.0, tool_threads=0,
+                 deadline_grace=_core.DEADLINE_GRACE_S):
+        self.deadline_grace = deadline_grace
         self.socket_path = _core.socket_path(socket)
         self.connect_timeout = connect_timeout
         self.tool_threads = tool_threads
@@ -397,9 +396,9 @@ class Client:
                                               max_tool_calls, info, session)
         live = "stream_output" in params
         ex = Execution(None, toolset, budget, stream, live)
+        deadline = _core.deadline_s(timeout_ms, info, self.deadline_grace)
         try:
-            r = Result.from_wire(conn.call("execute", params, ex,
-                                           _core.deadline_s(timeout_ms, info)))
+            r = Result.from_wire(conn.call("execute", params, ex, deadline))
         except errors.SandboxdError as e:
             e = _core.execute_error(e, ex)
             if stream is not None and not live and e.output:

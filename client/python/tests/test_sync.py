@@ -1,0 +1,147 @@
+"""The blocking Client against the real daemon."""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+import sandboxd
+
+
+def test_execute_and_methods(sock):
+    with sandboxd.Client(sock) as c:
+        r = c.execute("n = W.get('Paris').temp print(n) return n",
+                      tools={"W": {"get": lambda city: {"temp": 21.5, "city": city}}})
+        assert r.value == 21.5 and r.output == "21.5\n" and r.binding_names == ["n"]
+        assert r.stats["tool_calls"] == 1
+        assert c.execute("return n * 2", bindings=r.bindings).value == 43.0
+        assert c.ping() == {}
+        assert c.binding_names(r.bindings) == ["n"]
+        c.check("return 1")
+        with pytest.raises(sandboxd.LuaError) as ei:
+            c.check("return 1 +")
+        assert ei.value.kind == "syntax_error" and ei.value.line == 1
+
+
+def test_tools_run_in_the_calling_thread(sock):
+    me = threading.get_ident()
+    seen = []
+    with sandboxd.Client(sock) as c:
+        c.execute("T.f() T.f()", tools={"T": {"f": lambda: seen.append(threading.get_ident())}})
+    assert seen == [me, me]
+
+
+def test_lines_over_64k_both_ways(sock):
+    with sandboxd.Client(sock) as c:
+        r = c.execute("return #T.echo(string.rep('x', 150000))",
+                      tools={"T": {"echo": lambda s: s * 2}})
+        assert r.value == 300000
+        assert c.execute("return string.rep('y', 250000)").value == "y" * 250000
+
+
+def test_oversized_tool_result_is_catchable(sock):
+    with sandboxd.Client(sock) as c:
+        t0 = time.monotonic()
+        r = c.execute("return pcall(T.big)", tools={"T": {"big": lambda: ["x" * 1000] * 2000}},
+                      timeout_ms=30000)
+        assert time.monotonic() - t0 < 5
+        assert r.value[0] is False and "exceeds the daemon's message limit" in r.value[1]
+
+
+def test_threads_share_one_client(sock):
+    """Several threads, each with its own execution and tool calls, on one
+    connection: answers reach the thread that waits for them."""
+    results, errors = {}, []
+    with sandboxd.Client(sock) as c:
+        def work(i):
+            try:
+                def f(j):
+                    time.sleep(0.002 * ((i + j) % 3))
+                    return i * 10 + j
+                r = c.execute("local s = 0 for j = 1, 4 do s = s + T.f(j) end return s",
+                              tools={"T": {"f": f}})
+                results[i] = r.value
+            except Exception as e:          # pragma: no cover - reported below
+                errors.append(e)
+
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+        assert not errors
+        assert results == {i: i * 40 + 10 for i in range(6)}
+        assert c.ping() == {}
+
+
+def test_tool_threads_pool(sock):
+    with sandboxd.Client(sock, tool_threads=4) as c:
+        names = []
+        r = c.execute("return T.f(1) + T.f(2)",
+                      tools={"T": {"f": lambda x: names.append(threading.current_thread().name)
+                                   or x}})
+        assert r.value == 3 and all(n.startswith("sandboxd-tool") for n in names)
+
+
+def test_async_tool_in_the_blocking_client(sock):
+    async def f(x):
+        return x + 1
+    with sandboxd.Client(sock) as c:
+        assert c.execute("return T.f(1)", tools={"T": {"f": f}}).value == 2
+
+
+def test_ctrl_c_cancels_execute(daemon_factory):
+    """KeyboardInterrupt while execute waits: the daemon is told (one worker,
+    no queue: the next execute gets the worker), and KeyboardInterrupt
+    propagates."""
+    d = daemon_factory(daemon={"max_workers": 1, "max_queue": 0, "pool_size": 1})
+    with sandboxd.Client(d.socket_path) as c:
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            c.execute("while true do end", timeout_ms=30000)
+        assert time.monotonic() - t0 < 5
+        for _ in range(100):
+            try:
+                assert c.execute("return 1").value == 1
+                break
+            except sandboxd.Busy:
+                time.sleep(0.05)
+        else:
+            pytest.fail("Ctrl-C did not cancel the execution")
+
+
+def test_ctrl_c_in_a_tool_cancels_execute(daemon_factory):
+    d = daemon_factory(daemon={"max_workers": 1, "max_queue": 0, "pool_size": 1})
+    with sandboxd.Client(d.socket_path) as c:
+        def tool():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        with pytest.raises(KeyboardInterrupt):
+            c.execute("return T.f()", tools={"T": {"f": tool}}, timeout_ms=30000)
+        for _ in range(100):
+            try:
+                assert c.execute("return 2").value == 2
+                break
+            except sandboxd.Busy:
+                time.sleep(0.05)
+        else:
+            pytest.fail("Ctrl-C in a tool did not cancel the execution")
+
+
+def test_daemon_restarted_mid_execution(daemon_factory):
+    d = daemon_factory()
+    c = sandboxd.Client(d.socket_path)
+    def tool():
+        d.kill()
+        return 1
+    with pytest.raises(sandboxd.DaemonUnavailable):
+        c.execute("return T.f()", tools={"T": {"f": tool}})
+    with pytest.raises(sandboxd.DaemonUnavailable):
+        c.ping()
+    d.start()
+    assert c.execute("return 'back'").value == "back"
+    c.close()
