@@ -94,6 +94,12 @@ test-integration: all
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(O)/sandboxctl \
 	SANDBOXD_SANITIZE=$(SANITIZE) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
 
+# The Python client (client/python) against the daemon in $(O).
+.PHONY: test-python
+test-python: all
+	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider client/python/tests
+
 # A test build with -DSANDBOXD_TEST_HOOKS=1 (never installed): the Lua
 # environment gains sandboxd_test.syscall(nr), so a test can make a worker
 # issue a forbidden system call (tests/integration/test_hooks.py).
@@ -120,6 +126,7 @@ client/mcp/node_modules/.package-lock.json: client/mcp/package-lock.json client/
 
 test: deps
 	$(MAKE) O=build test-unit test-integration
+	$(MAKE) O=build test-python
 	$(MAKE) O=build/asan SANITIZE=1 test-unit test-integration
 	$(MAKE) test-hooks
 	$(MAKE) O=build test-node

@@ -1,0 +1,123 @@
+"""Protocol 1.1 features, each tested when the daemon's describe lists it:
+parallel tool calls, daemon sessions, live output, max_tool_calls."""
+
+import asyncio
+import time
+
+import pytest
+
+import sandboxd
+
+
+@pytest.fixture(scope="module")
+def features(daemon):
+    with sandboxd.Client(daemon.socket_path) as c:
+        return c.features()
+
+
+def need(features, name):
+    if name not in features:
+        pytest.skip("the daemon does not list %r in describe's features" % name)
+
+
+def test_parallel_tool_calls_overlap(sock, features):
+    need(features, "parallel")
+
+    async def main():
+        async with sandboxd.AsyncClient(sock) as c:
+            order = []
+
+            async def fetch(i):
+                await asyncio.sleep(0.3 - 0.05 * i)     # later calls answer first
+                order.append(i)
+                return i * 10
+
+            t0 = time.monotonic()
+            r = await c.execute(
+                "return parallel(function() return T.fetch(1) end, "
+                "function() return T.fetch(2) end, function() return T.fetch(3) end, "
+                "function() return T.fetch(4) end)", tools={"T": {"fetch": fetch}})
+            took = time.monotonic() - t0
+            assert r.value == [10, 20, 30, 40] and order == [4, 3, 2, 1]
+            assert took < 0.9, "parallel tool calls ran one after another (%.2fs)" % took
+    asyncio.run(main())
+
+
+def test_parallel_sync_tools_in_threads(sock, features):
+    need(features, "parallel")
+
+    def slow(i):
+        time.sleep(0.3)
+        return i
+
+    with sandboxd.Client(sock, tool_threads=4) as c:
+        t0 = time.monotonic()
+        r = c.execute("return parallel(function() return T.s(1) end, "
+                      "function() return T.s(2) end, function() return T.s(3) end)",
+                      tools={"T": {"s": slow}})
+        assert r.value == [1, 2, 3] and time.monotonic() - t0 < 0.8
+
+
+def test_daemon_session_keeps_functions(sock, features):
+    need(features, "sessions")
+    with sandboxd.Client(sock) as c:
+        with c.session(tools={"T": {"f": lambda x: x * 2}}) as s:
+            assert s.stateful
+            s.execute("function double(x) return T.f(x) end n = 1")
+            assert s.execute("n = n + 1 return double(n)").value == 4
+            snap = s.snapshot()
+            assert "n" in snap["binding_names"]
+            with pytest.raises(sandboxd.LuaError):
+                s.execute("error('x')")
+            assert s.execute("return n").value == 2             # a Lua error keeps it
+            with pytest.raises(sandboxd.LimitExceeded) as ei:
+                s.execute("while true do end", timeout_ms=200)
+            assert ei.value.session_closed
+            assert "session ended" in sandboxd.render(ei.value)
+            assert s.execute("return n").value is None          # a fresh session
+            assert s.restarts == 1
+        r = c.execute("return n", bindings=snap["bindings"])
+        assert r.value == 2
+
+
+def test_async_daemon_session(sock, features):
+    need(features, "sessions")
+
+    async def main():
+        async with sandboxd.AsyncClient(sock) as c:
+            async with c.session(bindings=[["k", 5]]) as s:
+                await s.execute("local c = 0 function tick() c = c + 1 return c end")
+                await s.execute("tick()")
+                assert (await s.execute("return tick() + k")).value == 7
+            with pytest.raises(sandboxd.SessionNotFound):
+                await s.execute("return 1")
+    asyncio.run(main())
+
+
+def test_stream_output_live(sock, features):
+    need(features, "stream_output")
+
+    async def main():
+        async with sandboxd.AsyncClient(sock) as c:
+            got = []
+            seen_before_end = asyncio.Event()
+
+            async def gate():
+                if got:
+                    seen_before_end.set()
+                return 1
+
+            r = await c.execute("print('first') T.gate() print('second')",
+                                tools={"T": {"gate": gate}}, stream_output=got.append)
+            assert seen_before_end.is_set(), "no output arrived while the chunk ran"
+            assert "".join(got) == r.output == "first\nsecond\n"
+    asyncio.run(main())
+
+
+def test_max_tool_calls_by_the_daemon(sock, features):
+    need(features, "max_tool_calls")
+    with sandboxd.Client(sock) as c:
+        with pytest.raises(sandboxd.LimitExceeded) as ei:
+            c.execute("for i = 1, 5 do pcall(T.f) end", tools={"T": {"f": lambda: 1}},
+                      max_tool_calls=2)
+        assert ei.value.kind == "tool_call_limit" and "client" not in ei.value.data
