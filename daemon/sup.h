@@ -70,6 +70,8 @@ struct sup {
     ev_prepare doomed_prep;
     uint64_t next_conn_id;
     unsigned n_conns;             /* open client connections */
+    struct list_head refused;     /* lingering refused connections (refuse.c) */
+    unsigned n_refused;
     size_t   input_bytes;         /* their input buffers, allocated (describe) */
 
     uint64_t next_exec_seq;

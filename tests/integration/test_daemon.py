@@ -341,6 +341,84 @@ def test_max_connections(daemon_factory):
     c.close()
 
 
+def _read_to_eof(s, timeout):
+    s.settimeout(timeout)
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
+def test_busy_refusal_is_read_not_reset(daemon_factory):
+    """A connection over max_connections that sends its request after the
+    daemon refused it still reads the `busy` line and then EOF: the daemon
+    drops its input for a while instead of closing on it (a reset)."""
+    d = daemon_factory(daemon={"max_connections": 2})
+    a = d.client()
+    deadline = time.monotonic() + 3 * SCALE
+    while a.call("describe", {}).result["state"]["connections"] != 1:
+        assert time.monotonic() < deadline, "the fixture's own connections never closed"
+        time.sleep(0.02)
+    b = d.client()
+    b.ping()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(d.socket_path)
+    d.wait_log(r"refused a connection: 2 connections are open")
+    time.sleep(0.1)
+    s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"execute","params":{"code":"return 1",'
+              b'"pad":"%s"}}\n' % (b"x" * 200000))
+    lines = _read_to_eof(s, 5 * SCALE).split(b"\n")
+    s.close()
+    assert len(lines) == 2 and lines[1] == b"", lines
+    r = sbx.parse_line(lines[0])[0]
+    assert r["error"]["data"]["kind"] == "busy", r
+    a.ping()
+    b.ping()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to connect as another uid")
+def test_refused_peers_do_not_take_slots(daemon_factory):
+    """A refused uid that connects again and again, reading nothing and
+    closing nothing, holds no slot of max_connections: allowed clients are
+    served meanwhile, and the refused connections still read `forbidden`."""
+    import pwd
+    nobody = pwd.getpwnam("nobody")
+    d = daemon_factory(daemon={"allow_uids": "0", "socket_mode": "0666", "max_connections": 4})
+    os.chmod(d.tmpdir, 0o755)
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(rfd)
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            socks = []
+            for _ in range(40):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(d.socket_path)
+                socks.append(s)
+            line = socks[-1].makefile("rb").readline()
+            os.write(wfd, b"1" if b'"forbidden"' in line else b"0")
+            time.sleep(30)
+        finally:
+            os._exit(0)
+    os.close(wfd)
+    try:
+        assert os.read(rfd, 1) == b"1", "the last refused connection did not read forbidden"
+        clients = [d.client() for _ in range(3)]
+        for c in clients:
+            c.ping()
+            assert c.value("return 1") == 1
+        for c in clients:
+            c.close()
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(rfd)
+
+
 def _input_bytes(c):
     return c.call("describe", {}).result["state"]["input_buffer_bytes"]
 
