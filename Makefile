@@ -21,8 +21,8 @@ CC       ?= cc
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wwrite-strings -Wundef -Wno-unused-parameter
 CFLAGS   ?= -O2 -g
-CPPFLAGS += -std=c11 -D_GNU_SOURCE -I. $(shell pkg-config --cflags $(PKGS)) $(EXTRA_CPPFLAGS)
-LDLIBS   += $(shell pkg-config --libs $(PKGS)) -lev -lm
+CPPFLAGS += -std=c11 -D_GNU_SOURCE -I. $(PKG_CFLAGS) $(EXTRA_CPPFLAGS)
+LDLIBS   += $(PKG_LIBS) -lev -lm
 ifeq ($(SANITIZE),1)
 CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
@@ -41,15 +41,29 @@ UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 LIB_OBJS    := $(patsubst %.c,$(O)/obj/%.o,$(PROTO_SRCS) $(POLICY_SRCS) $(DAEMON_SRCS))
 CLIENT_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(CLIENT_SRCS))
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
+UNIT_OBJS   := $(patsubst %.c,$(O)/obj/%.o,$(UNIT_SRCS))
 LIB         := $(O)/libsandboxd.a
 
 .PHONY: all deps run test test-unit test-integration test-hooks test-node test-elixir asan bench mutation fuzz install clean
 all: $(O)/sandboxd $(O)/sandboxctl
 
-deps: build/.deps
-build/.deps: scripts/install-deps
+# The Debian packages first, then pkg-config's flags for them, kept in
+# build/config.mk.  It is an included makefile: when it is missing or older
+# than scripts/install-deps, make runs this rule before anything else and
+# starts over with the flags read from it, so no flag is computed before
+# pkg-config and the libraries are there.  `make clean` alone needs neither.
+DEPS_MK := build/config.mk
+deps: $(DEPS_MK)
+$(DEPS_MK): scripts/install-deps
 	@scripts/install-deps
-	@mkdir -p build && touch $@
+	@mkdir -p build
+	@{ printf 'PKG_CFLAGS := %s\n' "$$(pkg-config --cflags $(PKGS))" && \
+	   printf 'PKG_LIBS := %s\n' "$$(pkg-config --libs $(PKGS))" && \
+	   printf 'CMOCKA_LIBS := %s\n' "$$(pkg-config --libs cmocka)"; } > $@.tmp
+	@mv $@.tmp $@
+ifneq ($(MAKECMDGOALS),clean)
+include $(DEPS_MK)
+endif
 
 # The flags each output directory was built with.  When they change (make
 # O=build/asan without SANITIZE=1, say), everything in $(O) is rebuilt rather
@@ -58,11 +72,13 @@ build/.deps: scripts/install-deps
 # objects and rebuilds only the files its -DMUTATE_* flag touches.
 FLAGS_STAMP := $(O)/.flags
 FLAGS_NOW   := $(CC) $(filter-out $(EXTRA_CPPFLAGS),$(CPPFLAGS)) $(ALL_CFLAGS) | $(LDFLAGS) | $(LDLIBS)
+ifneq ($(wildcard $(DEPS_MK)),)
 ifneq ($(FLAGS_NOW),$(shell cat $(FLAGS_STAMP) 2>/dev/null))
 $(shell mkdir -p $(O) && printf '%s\n' '$(FLAGS_NOW)' > $(FLAGS_STAMP))
 endif
+endif
 
-$(O)/obj/%.o: %.c $(FLAGS_STAMP) | build/.deps
+$(O)/obj/%.o: %.c $(FLAGS_STAMP) | $(DEPS_MK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
@@ -76,9 +92,12 @@ $(O)/sandboxd: $(O)/obj/daemon/main.o $(LIB)
 $(O)/sandboxctl: $(CLIENT_OBJS) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The unit tests' objects are kept (not intermediate files make deletes),
+# so a second `make test` does not compile them again.
+.SECONDARY: $(UNIT_OBJS)
 $(O)/tests/%: $(O)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell pkg-config --libs cmocka)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
 
 run: all
 	@echo "sandboxd: listening on $(CURDIR)/$(O)/sandboxd.sock"

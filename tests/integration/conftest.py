@@ -13,8 +13,13 @@ Fixtures:
                   defaults={...}, ceilings={...}) starts a daemon with those config
                   values over the defaults (stopped and checked at teardown)
   sandboxd_bin, sandboxctl_bin, scale
+
+A daemon started as another user (run_as) runs a copy of SANDBOXD_BIN in a
+directory every user can reach (runnable_copy), so the suites pass from a
+checkout that user cannot enter (a clone under /root).
 """
 
+import atexit
 import copy
 import os
 import re
@@ -72,6 +77,28 @@ SANITIZER_PATTERNS = [
     re.compile(r"ERROR: LeakSanitizer"),
     re.compile(r"\.(c|h):\d+:\d+: runtime error:"),   # UBSan
 ]
+
+
+_RUNNABLE_DIR = []
+
+
+def runnable_copy(path):
+    """A copy of the executable `path` that any user can run: in a directory
+    of its own under /tmp (0755, removed when the session ends).  A daemon
+    started as another user (nobody) may not be able to reach the checkout at
+    all (a clone under /root is 0700); the copy is the same bytes, so the test
+    runs the very binary under test."""
+    if not _RUNNABLE_DIR:
+        d = tempfile.mkdtemp(prefix="sbxd-bin-", dir="/tmp")
+        os.chmod(d, 0o755)
+        atexit.register(shutil.rmtree, d, True)
+        _RUNNABLE_DIR.append(d)
+    dest = os.path.join(_RUNNABLE_DIR[0], os.path.basename(path))
+    if not os.path.exists(dest) or os.path.getmtime(dest) < os.path.getmtime(path):
+        shutil.copy2(path, dest + ".tmp")
+        os.chmod(dest + ".tmp", 0o755)
+        os.replace(dest + ".tmp", dest)
+    return dest
 
 
 def render_config(cfg):
@@ -144,11 +171,12 @@ class Daemon:
         with open(self.config_path, "w") as f:
             f.write(self.config_text)
         self._err = open(self.stderr_path, "wb")
-        ids = {}
+        ids, binary = {}, SANDBOXD_BIN
         if self.run_as:
             ids = dict(user=self.run_as[0], group=self.run_as[1], extra_groups=[])
+            binary = runnable_copy(SANDBOXD_BIN)
         self.proc = subprocess.Popen(
-            [SANDBOXD_BIN, "-c", self.config_path, "-s", self.socket_path] + self.extra_args,
+            [binary, "-c", self.config_path, "-s", self.socket_path] + self.extra_args,
             stdin=subprocess.DEVNULL, stdout=self._err, stderr=self._err,
             start_new_session=True, **ids)
         deadline = time.monotonic() + ready_timeout

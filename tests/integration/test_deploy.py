@@ -831,3 +831,102 @@ def test_kubernetes_manifests():
     assert host and os.path.dirname(sock_path) == mounts[host[0]]
     assert vols[host[0]]["hostPath"]["type"] == "DirectoryOrCreate"
     assert sbxd["resources"]["limits"]["memory"]
+
+
+# ------------------------------------------------------------------ scripts/install-deps
+
+def _install_deps_as_nobody(with_sudo):
+    """Run a copy of scripts/install-deps as nobody, without a terminal, on a
+    PATH where dpkg-query reports every package missing (the one stand-in:
+    which packages are installed is the machine's, not the test's)."""
+    from conftest import runnable_copy
+    import pathlib
+    tmp = tempfile.mkdtemp(prefix="sbxd-deps-", dir="/tmp")     # nobody can enter it
+    os.chmod(tmp, 0o755)
+    bindir = pathlib.Path(tmp) / "bin"
+    bindir.mkdir()
+    (bindir / "dpkg-query").write_text("#!/bin/sh\nexit 1\n")
+    for tool in ("sh", "id", "grep", "cat"):
+        os.symlink(shutil.which(tool), str(bindir / tool))
+    if with_sudo:
+        os.symlink(shutil.which("sudo"), str(bindir / "sudo"))
+    os.chmod(str(bindir / "dpkg-query"), 0o755)
+    script = runnable_copy(os.path.join(REPO, "scripts/install-deps"))
+    listed = subprocess.run([script, "--list"], capture_output=True, text=True, timeout=30,
+                            env={"PATH": str(bindir)}).stdout.split()
+    nobody = pwd.getpwnam("nobody")
+    p = subprocess.run(["/bin/sh", script], capture_output=True, text=True, timeout=30,
+                       stdin=subprocess.DEVNULL, env={"PATH": str(bindir)},
+                       user=nobody.pw_uid, group=nobody.pw_gid, extra_groups=[])
+    shutil.rmtree(tmp)
+    return listed, p
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root to run the script as nobody")
+@pytest.mark.parametrize("with_sudo", [False, True], ids=["no-sudo", "sudo-cannot-ask"])
+def test_install_deps_without_root_prints_the_command(with_sudo):
+    """Not root, and sudo missing or unable to ask (no terminal; nobody is in
+    no sudoers file): exit 1 with the exact apt-get line to run as root."""
+    if with_sudo and not shutil.which("sudo"):
+        pytest.skip("sudo is not installed here")
+    listed, p = _install_deps_as_nobody(with_sudo)
+    assert "man-db" in listed and "jq" in listed, listed
+    assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+    why = "sudo needs a password but there is no terminal" if with_sudo else \
+        "sudo is not installed"
+    assert why in p.stderr, p.stderr
+    want = "apt-get update && apt-get install -y --no-install-recommends " + " ".join(listed)
+    assert ("\n    %s\n" % want) in p.stderr, p.stderr
+    assert "Run this as root" in p.stderr, p.stderr
+
+
+# ------------------------------------------------------------------ the first make
+
+def _fresh_checkout(dest):
+    files = subprocess.run(["git", "-C", REPO, "ls-files", "-z"], capture_output=True,
+                           check=True).stdout.split(b"\0")
+    for f in filter(None, files):
+        src, dst = os.path.join(REPO, os.fsdecode(f)), os.path.join(dest, os.fsdecode(f))
+        if os.path.isfile(src):
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy2(src, dst)
+
+
+def test_first_make_on_a_fresh_machine(tmp_path):
+    """A fresh machine has no pkg-config until scripts/install-deps ran: the
+    build flags must not be taken before it, the second make has nothing to
+    do, and the unit tests' objects are not thrown away (so they are not
+    compiled again).  Modelled with a pkg-config that fails until the
+    checkout's install-deps (here a stand-in) has run."""
+    if shutil.which("git") is None or not os.path.isdir(os.path.join(REPO, ".git")) and \
+            not os.path.isfile(os.path.join(REPO, ".git")):
+        pytest.skip("needs a git checkout")
+    tree = str(tmp_path / "tree")
+    _fresh_checkout(tree)
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    marker = tmp_path / "installed"
+    (shim / "pkg-config").write_text(
+        '#!/bin/sh\n[ -e %s ] || { echo "pkg-config: No such file or directory" >&2; exit 127; }\n'
+        'exec /usr/bin/pkg-config "$@"\n' % marker)
+    os.chmod(str(shim / "pkg-config"), 0o755)
+    with open(os.path.join(tree, "scripts/install-deps"), "w") as f:
+        f.write("#!/bin/sh\ntouch %s\n" % marker)
+    env = dict(os.environ, PATH="%s:%s" % (shim, os.environ.get("PATH", "")))
+    env.pop("MAKEFLAGS", None)
+    env.pop("MAKELEVEL", None)
+
+    def make(*args):
+        return subprocess.run(["make", "--no-print-directory", "-C", tree, "-j2"] + list(args),
+                              capture_output=True, text=True, env=env, timeout=900 * SCALE)
+
+    unit = "build/tests/test_outq"
+    p = make("all", unit)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "pkg-config" not in p.stderr, p.stderr
+    with open(os.path.join(tree, "build/.flags")) as f:
+        assert "-llua5.3" in f.read()
+    for target in ("all", unit):
+        q = make("-q", target)
+        assert q.returncode == 0, "make %s would rebuild:\n%s" % (
+            target, make("-n", target).stdout)
