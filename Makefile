@@ -99,11 +99,10 @@ $(O)/tests/%: $(O)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
 
+# The daemon in the foreground; scripts/run prints where it listens once it
+# does, and stops it on Ctrl-C or when the terminal goes away.
 run: all
-	@echo "sandboxd: listening on $(CURDIR)/$(O)/sandboxd.sock"
-	@echo "  try: $(O)/sandboxctl -s $(O)/sandboxd.sock exec -e 'return 1+1'"
-	@echo "   or: echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"execute\",\"params\":{\"code\":\"return 1+1\"}}' | socat - UNIX-CONNECT:$(O)/sandboxd.sock"
-	exec $(O)/sandboxd -c sandboxd.conf -s $(O)/sandboxd.sock
+	@scripts/run $(O)
 
 # One pass of the suites against the binaries in $(O).
 test-unit: $(UNIT_BINS)

@@ -7,8 +7,15 @@
  * client I/O it starts the zygote (the same binary run as `--zygote`), which
  * forks every worker.  Signals are loop events (ev_signal): SIGCHLD reaps,
  * SIGHUP reloads the config file, SIGTERM/SIGINT stop gracefully.
+ *
+ * A daemon started from a terminal (make run) stops when that terminal goes
+ * away: a SIGHUP that finds the controlling terminal gone is a hangup, not a
+ * reload request (see terminal_gone).  A service has no controlling terminal
+ * and SIGHUP always reloads.  The zygote and the workers are in a session of
+ * their own and never get the terminal's signals (daemon/zygote.c).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -96,10 +103,39 @@ static void reload(struct sup *s)
     sched_pump(s);
 }
 
+/* Whether this process has lost the controlling terminal it had: the
+ * kernel detaches a session from its terminal on hangup (the window closed,
+ * the ssh connection dropped) before it sends SIGHUP, and /dev/tty then
+ * opens for no one (ENXIO).  had_tty is decided once, at start. */
+static int had_tty;
+
+static int has_tty(void)
+{
+    int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
+static int terminal_gone(void)
+{
+    return had_tty && !has_tty();
+}
+
+static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents);
+
 static void sighup_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
-    (void)loop; (void)revents;
-    reload(w->data);
+    struct sup *s = w->data;
+
+    if (terminal_gone()) {
+        log_notice("SIGHUP: the controlling terminal is gone; stopping");
+        stop_cb(loop, &s->sig_term, revents);
+        return;
+    }
+    reload(s);
 }
 
 static int open_execs(struct sup *s)
@@ -271,6 +307,8 @@ int main(int argc, char **argv)
         }
     }
     if (optind != argc) {
+        fprintf(stderr, "sandboxd: unexpected argument '%s' (options only; the socket is -s PATH)\n\n",
+                argv[optind]);
         usage(stderr);
         return 2;
     }
@@ -289,6 +327,7 @@ int main(int argc, char **argv)
      * been replaced by an upgrade since we started. */
     s->self_exe = "/proc/self/exe";
     signal(SIGPIPE, SIG_IGN);
+    had_tty = has_tty();
     raise_fd_limit();
     s->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_SIGNALFD);
     s->listen_fd = s->zygote_fd = -1;

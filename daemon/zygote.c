@@ -379,6 +379,11 @@ int zygote_start(struct sup *s)
                          s->layers.uid, s->layers.gid, s->layers.chroot, s->layers.ns, NULL };
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);   /* libev blocks what it watches */
+        /* A session of its own, without a controlling terminal: the
+         * terminal's SIGINT, SIGQUIT and SIGHUP (Ctrl-C, a closed window)
+         * reach the supervisor only, which decides; the workers it forks
+         * stay in this session. */
+        setsid();
         /* Performance (issue 6): resolve every shared-library symbol once,
          * when the zygote is loaded; with lazy binding each fresh worker
          * resolved the PLT entries it used again (~20 us per worker). */

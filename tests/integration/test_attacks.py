@@ -22,7 +22,11 @@ Each file is one attack with its expected (safe) outcome in a header of
                      attack does (space-separated): seccomp (filter mode and
                      no_new_privs), fds (only 0-3 open; needs root, the worker is
                      not dumpable), environ (no variable but TZ in the worker's
-                     environment block; the daemon runs with a secret in its own)
+                     environment block; the daemon runs with a secret in its own).
+                     The execute then also gets a tool Inspect.seen() that
+                     answers true once a running worker has been inspected: the
+                     attack keeps its worker busy until then, so the check does
+                     not depend on how fast the machine is
 
 Invariants checked for every file, beyond its header: the answer obeys the
 protocol (sbx validates every message), a result's stats.heap_peak_bytes
@@ -211,14 +215,17 @@ def run_attack(daemon, client, a):
     watcher = None
     checks = a.h.get("inspect", "").split()
     assert set(checks) <= {"seccomp", "fds", "environ"}, "%s: bad inspect %r" % (a.name, checks)
+    tools, handlers = a.tools, echo_handlers(a.tools)
     if checks:
         watcher = threading.Thread(target=watch_workers,
                                    args=(daemon, checks, stop, seen, problems))
         watcher.start()
+        tools = (tools or []) + [{"name": "Inspect", "functions": ["seen"]}]
+        handlers["Inspect.seen"] = lambda args: bool(seen)
     t0 = time.monotonic()
     try:
-        r = client.execute(a.code, tools=a.tools, limits=a.limits, timeout_ms=a.timeout_ms,
-                           handlers=echo_handlers(a.tools),
+        r = client.execute(a.code, tools=tools, limits=a.limits, timeout_ms=a.timeout_ms,
+                           handlers=handlers,
                            timeout=a.timeout_ms / 1000.0 + 15 * SCALE)
     finally:
         stop.set()

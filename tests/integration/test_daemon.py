@@ -36,6 +36,15 @@ def test_bad_option_is_usage_error():
     assert p.returncode != 0
 
 
+def test_extra_argument_is_named():
+    """A stray argument (a socket path without -s, say) is named before the
+    usage, not left for the reader to find."""
+    p = run_bin("-c", "/dev/null", "/tmp/x.sock")
+    assert p.returncode == 2, p
+    assert p.stderr.startswith("sandboxd: unexpected argument '/tmp/x.sock'"), p.stderr
+    assert "usage: sandboxd" in p.stderr, p.stderr
+
+
 def test_check_config_good(tmp_path):
     conf = tmp_path / "good.conf"
     conf.write_text(render_config(merge_config()))

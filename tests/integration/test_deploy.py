@@ -744,7 +744,8 @@ def test_daemon_works_with_the_units_capabilities(tmp_path):
             assert workers, kids
             st = os.stat("/proc/%d" % workers[0])
             assert st.st_uid == pwd.getpwnam("nobody").pw_uid              # CAP_SETUID
-            assert os.readlink("/proc/%d/root" % workers[0]) == str(empty)  # CAP_SYS_CHROOT
+            root, want = os.stat("/proc/%d/root" % workers[0]), os.stat(str(empty))
+            assert (root.st_dev, root.st_ino) == (want.st_dev, want.st_ino)  # CAP_SYS_CHROOT
             assert os.getpriority(os.PRIO_PROCESS, workers[0]) == 10        # CAP_SYS_NICE
             r = c.wait(i)
             assert r.kind == "timeout", r                                    # CAP_KILL
@@ -930,3 +931,173 @@ def test_first_make_on_a_fresh_machine(tmp_path):
         q = make("-q", target)
         assert q.returncode == 0, "make %s would rebuild:\n%s" % (
             target, make("-n", target).stdout)
+
+
+# ------------------------------------------------------------------ make run and terminals
+
+def _run_dir(tmp):
+    """An output directory for scripts/run with the binaries under test."""
+    o = os.path.join(tmp, "o")
+    os.mkdir(o)
+    os.symlink(SANDBOXD_BIN, os.path.join(o, "sandboxd"))
+    os.symlink(SANDBOXCTL_BIN, os.path.join(o, "sandboxctl"))
+    return o
+
+
+def _run_config(tmp):
+    conf = os.path.join(tmp, "sandboxd.conf")
+    with open(conf, "w") as f:
+        f.write(render_config(merge_config(daemon={"pool_size": 1})))
+    return conf
+
+
+def _start_run(tmp, **kw):
+    """scripts/run (what make run runs) from a directory holding the test's
+    sandboxd.conf, as make run does from the checkout."""
+    _run_config(tmp)
+    return subprocess.Popen([os.path.join(REPO, "scripts/run"), _run_dir(tmp)], cwd=tmp, **kw)
+
+
+def test_make_run_says_listening_only_once_it_listens(tmp_path):
+    tmp = str(tmp_path)
+    proc = _start_run(tmp, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                      stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        first = proc.stdout.readline().decode()
+        assert first.startswith("sandboxd: listening on "), first
+        sock = first.split("listening on ", 1)[1].strip()
+        assert sock == os.path.join(tmp, "o", "sandboxd.sock"), sock
+        with sbx.Client(sock) as c:         # at once: it listens
+            c.ping()
+        assert "try:" in proc.stdout.readline().decode()
+        # a second make run on the same socket fails, and says nothing of listening
+        again = subprocess.run([os.path.join(REPO, "scripts/run"), os.path.join(tmp, "o")],
+                               cwd=tmp, capture_output=True, text=True, timeout=30 * SCALE,
+                               stdin=subprocess.DEVNULL)
+        assert again.returncode == 1, again
+        assert "listening on" not in again.stdout, again.stdout
+        assert "another daemon is already listening" in again.stderr, again.stderr
+    finally:
+        proc.send_signal(signal.SIGINT)         # as Ctrl-C reaches the shell of make run
+        rc = proc.wait(30 * SCALE)
+    assert rc == 0, rc
+    assert not os.path.exists(os.path.join(tmp, "o", "sandboxd.sock"))
+
+
+def _stat_fields(pid):
+    """(state, ppid, pgrp, session, tty_nr) of pid."""
+    with open("/proc/%d/stat" % pid) as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    return rest[0], int(rest[1]), int(rest[2]), int(rest[3]), int(rest[4])
+
+
+def _with_terminal(argv, log, **kw):
+    """Start argv as the leader of a new session whose controlling terminal
+    is a fresh pty (stdin); stdout and stderr to log.  Returns (proc, master)."""
+    import fcntl
+    import termios
+    master, slave = os.openpty()
+
+    def take_tty():
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(argv, stdin=slave, stdout=log, stderr=log, start_new_session=True,
+                            preexec_fn=take_tty, **kw)
+    os.close(slave)
+    return proc, master
+
+
+def _daemon_children(pid, comm):
+    from conftest import children_of
+    return [c[0] for c in children_of(pid) if c[1] == comm and c[2] != "Z"]
+
+
+def test_terminal_signals_reach_the_daemon_only(tmp_path):
+    """Started from a terminal: the zygote and the workers are in a session
+    of their own without it, so Ctrl-C (SIGINT to the terminal's foreground
+    group) and a hangup reach the supervisor only; Ctrl-C stops it."""
+    tmp = str(tmp_path)
+    conf = _run_config(tmp)
+    sock = os.path.join(tmp, "s.sock")
+    log = open(os.path.join(tmp, "log"), "wb")
+    proc, master = _with_terminal([SANDBOXD_BIN, "-c", conf, "-s", sock], log)
+    try:
+        wait_until(lambda: os.path.exists(sock), 10, "the socket")
+        zyg = wait_until(lambda: _daemon_children(proc.pid, "sandboxd-zygote"), 10, "the zygote")
+        worker = wait_until(lambda: _daemon_children(zyg[0], "sandboxd-worker") or
+                            _daemon_children(proc.pid, "sandboxd-worker"), 10, "a pool worker")
+        d = _stat_fields(proc.pid)
+        assert d[3] == proc.pid and d[4] != 0, d          # the test set this up
+        for pid in zyg + worker:
+            st = _stat_fields(pid)
+            assert st[4] == 0, "process %d has the terminal as controlling tty: %r" % (pid, st)
+            assert st[3] != d[3] and st[2] != d[2], (pid, st, d)
+        os.write(master, b"\x03")                           # Ctrl-C
+        assert proc.wait(30 * SCALE) == 0
+        text = open(os.path.join(tmp, "log"), errors="replace").read()
+        assert "zygote died" not in text, text
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+        log.close()
+
+
+def test_closing_the_terminal_stops_the_daemon_but_sighup_reloads(tmp_path):
+    """SIGHUP reloads while the controlling terminal is there (an operator's
+    kill -HUP); once the terminal is gone (the window closed), the SIGHUP of
+    the hangup stops the daemon, exit status 0."""
+    tmp = str(tmp_path)
+    conf = _run_config(tmp)
+    sock = os.path.join(tmp, "s.sock")
+    logpath = os.path.join(tmp, "log")
+    log = open(logpath, "wb")
+    proc, master = _with_terminal([SANDBOXD_BIN, "-c", conf, "-s", sock], log)
+    try:
+        wait_until(lambda: os.path.exists(sock), 10, "the socket")
+        os.kill(proc.pid, signal.SIGHUP)
+        wait_until(lambda: "configuration reloaded" in open(logpath).read(), 10, "the reload")
+        assert proc.poll() is None
+        os.close(master)                                    # the terminal goes away
+        master = None
+        assert proc.wait(30 * SCALE) == 0
+        text = open(logpath).read()
+        assert "controlling terminal is gone; stopping" in text, text
+        assert not os.path.exists(sock)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if master is not None:
+            os.close(master)
+        log.close()
+
+
+def test_closing_the_terminal_stops_make_run(tmp_path):
+    """make run's shell, the session's leader here, gets the hangup; the
+    daemon stops and the run ends."""
+    tmp = str(tmp_path)
+    _run_config(tmp)
+    logpath = os.path.join(tmp, "log")
+    log = open(logpath, "wb")
+    proc, master = _with_terminal([os.path.join(REPO, "scripts/run"), _run_dir(tmp)], log,
+                                  cwd=tmp)
+    try:
+        wait_until(lambda: "listening on" in open(logpath, errors="replace").read(), 10,
+                   "make run to be listening")
+        daemons = _daemon_children(proc.pid, os.path.basename(os.path.realpath(SANDBOXD_BIN))[:15])
+        os.close(master)
+        master = None
+        proc.wait(30 * SCALE)
+        text = open(logpath, errors="replace").read()
+        assert "stopped" in text, text
+        for pid in daemons:
+            wait_until(lambda: not os.path.exists("/proc/%d" % pid), 10, "the daemon to exit")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if master is not None:
+            os.close(master)
+        log.close()
