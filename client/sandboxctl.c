@@ -535,7 +535,7 @@ static int print_stdout(const struct opts *o, const json_t *v)
     return 0;
 }
 
-/* Print an error answer (after data.output, for exec) and choose the exit
+/* Print an error answer (after data.output, for exec and check) and choose the exit
  * status. */
 static int report_error(const struct opts *o, const json_t *error)
 {
@@ -549,8 +549,9 @@ static int report_error(const struct opts *o, const json_t *error)
     }
     if (!o->raw) {
         shown = json_deep_copy(error);
-        /* exec shows the output as text, first, as on success. */
-        if (o->cmd->cmd == CMD_EXEC && json_is_string(output)) {
+        /* exec and check show the output as text, first, as exec does on
+         * success: one shape for both commands' errors. */
+        if ((o->cmd->cmd == CMD_EXEC || o->cmd->cmd == CMD_CHECK) && json_is_string(output)) {
             fwrite(json_string_value(output), 1, json_string_length(output), stderr);
             json_object_del(json_object_get(shown, "data"), "output");
         }

@@ -692,6 +692,8 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
         exec_finish(e);
         break;
     case XE_DISCONNECT:
+        if (e->state != ST_FINISHING)   /* not answered: its one log line */
+            exec_log_end(e, "disconnected", NULL, NULL);
         exec_unlist(e);
         list_del(&e->conn_node);
         e->conn = NULL;
@@ -805,6 +807,7 @@ void exec_detach_all(struct conn *c)
 
 void exec_drop(struct exec *e)
 {
+    exec_log_end(e, "busy", NULL, NULL);
     exec_free(e);
 }
 

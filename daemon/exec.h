@@ -112,7 +112,8 @@ int exec_tool_response(struct conn *c, const json_t *id, const json_t *result,
                        const json_t *error);
 /* The connection is going away: detach and kill every execution of c. */
 void exec_detach_all(struct conn *c);
-/* Free an execution that never left QUEUED and was never queued (busy). */
+/* Free an execution that never left QUEUED and was never queued (answered
+ * busy by the caller); logs its line with outcome=busy. */
 void exec_drop(struct exec *e);
 /* Answer an execution that was never queued with error `kind` (data stolen,
  * may be NULL; output and output_truncated are added), log its outcome and

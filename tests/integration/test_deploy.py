@@ -494,6 +494,33 @@ def test_log_lines_have_priority_prefixes_and_one_line_per_execution(daemon_fact
     assert "SECRET" not in text, text
 
 
+def test_every_execution_has_one_log_line_even_unanswered(daemon_factory):
+    """A client that goes away (closed, killed, sandboxctl stopped by
+    SIGTERM) leaves no one to answer, but its executions, running and queued,
+    still get their line (outcome=disconnected); a request refused with busy
+    gets one too (outcome=busy)."""
+    d = daemon_factory(daemon={"max_workers": 1, "max_queue": 1})
+    a = d.client()
+    a.send_raw(b'{"jsonrpc":"2.0","id":"run-1","method":"execute","params":'
+               b'{"code":"while true do end"}}\n')
+    d.wait_for_workers(1)
+    a.send_raw(b'{"jsonrpc":"2.0","id":"queued-2","method":"execute","params":'
+               b'{"code":"return 2"}}\n')
+    with d.client() as b:
+        r = b.call("execute", {"code": "return 3"}, id="busy-3")
+        assert r.kind == "busy", r
+    wait_until(lambda: "queued" in json.dumps(describe(d.client())) and
+               describe(d.client())["state"]["queued"] == 1, 5, "the queued execution")
+    a.close()
+    for rid, outcome in (("run-1", "disconnected"), ("queued-2", "disconnected"),
+                         ("busy-3", "busy")):
+        wait_log(d, r'exec conn=\d+ seq=\d+ id="%s" op=execute outcome=%s wall_ms=' % (rid, outcome))
+    d.assert_no_leftovers()
+    for rid in ("run-1", "queued-2", "busy-3"):
+        n = len(re.findall(r'id="%s" op=' % rid, d.stderr))
+        assert n == 1, "%d log lines for %s:\n%s" % (n, rid, d.stderr)
+
+
 def test_debug_level_logs_code_and_data(daemon_factory):
     d = daemon_factory(daemon={"log_level": "debug"})
     with d.client() as c:

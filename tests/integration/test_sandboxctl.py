@@ -379,7 +379,10 @@ def test_check_command(ctl):
     assert stdout_json(p) == {"ok": True}
     p = ctl("check", "-e", "return +")
     assert p.returncode == 1
-    assert last_error_json(p)["data"]["kind"] == "syntax_error"
+    e = last_error_json(p)
+    assert e["data"]["kind"] == "syntax_error"
+    # the shape exec's errors have: the output is text on stderr, not a field
+    assert "output" not in e["data"] and "output_truncated" in e["data"], e
 
 
 # ----------------------------------------------------------------- bindings
