@@ -37,6 +37,7 @@ static const char usage_text[] =
 "  check [-e CODE | FILE | -]         compile the code without running it\n"
 "  describe                           the daemon's version, methods and limits\n"
 "  ping                               check that the daemon answers\n"
+"  metrics                            the daemon's metrics, as Prometheus text\n"
 "\n"
 "Options:\n"
 "  -s, --socket PATH     the daemon's socket (default: $SANDBOXD_SOCKET, else\n"
@@ -112,7 +113,7 @@ static const char usage_text[] =
 "\n"
 "See sandboxctl(1).\n";
 
-enum cmd { CMD_NONE, CMD_CALL, CMD_EXEC, CMD_CHECK, CMD_DESCRIBE, CMD_PING };
+enum cmd { CMD_NONE, CMD_CALL, CMD_EXEC, CMD_CHECK, CMD_DESCRIBE, CMD_PING, CMD_METRICS };
 
 /* Which commands an option applies to. */
 enum scope {
@@ -161,6 +162,7 @@ static const struct cmddef {
     {"check", CMD_CHECK, SC_CODE | SC_TOOLS, 1},
     {"describe", CMD_DESCRIBE, 0, 0},
     {"ping", CMD_PING, 0, 0},
+    {"metrics", CMD_METRICS, 0, 0},
 };
 
 /* The parsed command line.  Strings are borrowed from argv; limits and
@@ -390,7 +392,7 @@ static int check_opts(const struct opts *o)
     int bit, stdin_users = 0;
 
     if (o->cmd == NULL)
-        return usage_error("no command given (call, exec, check, describe, ping)");
+        return usage_error("no command given (call, exec, check, describe, ping, metrics)");
     for (bit = 0; bit < 3; bit++)
         if (o->scoped[bit] != NULL && !(o->cmd->scopes & (1u << bit)))
             return usage_error("option '%s' applies only to %s, not to '%s'", o->scoped[bit],
@@ -614,6 +616,24 @@ static int report_exec(const struct opts *o, const json_t *result)
     return rc;
 }
 
+/* metrics: the exposition text as it is, for a scraper or a textfile
+ * collector (sandboxctl metrics > /var/lib/node_exporter/sandboxd.prom). */
+static int report_metrics(const struct opts *o, const json_t *result)
+{
+    const json_t *text = json_object_get(result, "text");
+
+    if (!json_is_string(text)) {
+        ctl_err("protocol error: the metrics result lacks its text");
+        return CTL_EXIT_PROTOCOL;
+    }
+    if (!o->raw && fwrite(json_string_value(text), 1, json_string_length(text), stdout) !=
+                       json_string_length(text)) {
+        ctl_err("cannot write to stdout: %s", strerror(errno));
+        return CTL_EXIT_IOERR;
+    }
+    return 0;
+}
+
 static int report(const struct opts *o, const struct ctl_session *s)
 {
     const json_t *error = json_object_get(s->answer, "error");
@@ -627,6 +647,8 @@ static int report(const struct opts *o, const struct ctl_session *s)
         return report_error(o, error);
     if (o->cmd->cmd == CMD_EXEC)
         return report_exec(o, result);
+    if (o->cmd->cmd == CMD_METRICS)
+        return report_metrics(o, result);
     return o->raw ? 0 : print_stdout(o, result);
 }
 
@@ -652,6 +674,9 @@ static int build_request(const struct opts *o, const char **method, json_t **par
         return 0;
     case CMD_PING:
         *method = "ping";
+        return 0;
+    case CMD_METRICS:
+        *method = "metrics";
         return 0;
     case CMD_NONE:
         break;

@@ -21,6 +21,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/sched.h"
 #include "daemon/worker/worker.h"
 #include "daemon/wproc.h"
@@ -137,6 +138,7 @@ static void exec_log_end(struct exec *e, const char *kind, const json_t *wstats,
              id ? id : "?", e->op == OP_CHECK ? "check" : "execute", kind,
              wall < 0 ? 0.0 : wall, (double)cpu_us / 1e3,
              (long long)stat_int(wstats, "heap_peak_bytes", 0), e->tool_calls);
+    metrics_exec_end(kind, e->t_start > 0, wall / 1e3, e->t_start - e->t_submit);
     if (detail)
         log_debug("exec seq=%llu %s: %.1500s", (unsigned long long)e->seq, kind, detail);
     free(id);
@@ -436,6 +438,7 @@ static void on_tool_call(struct exec *e, const struct exec_evdata *d)
 #endif
     e->tool_calls++;
     stream_flush(e, 0);         /* what was printed before the call comes first */
+    metrics_tool_call();
     snprintf(e->tool_id, sizeof e->tool_id, "sbx-%llu-%u", (unsigned long long)e->seq,
              e->tool_calls);
     id = json_string(e->tool_id);

@@ -8,11 +8,13 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/conn.h"
 #include "daemon/exec.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/prompt.h"
 #include "daemon/sched.h"
 #include "daemon/sup.h"
@@ -422,10 +424,11 @@ static json_t *features_new(void)
 
 static json_t *describe_new(const struct sup *s)
 {
-    json_t *d = json_pack("{s:s,s:s,s:i,s:[ssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o,s:I}}",
+    json_t *d = json_pack("{s:s,s:s,s:i,s:[sssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o,s:I}}",
                      "name", "sandboxd", "version", SANDBOXD_VERSION,
                      "protocol_version", SANDBOXD_PROTOCOL,
                      "methods", "execute", "check", "binding_names", "prompt_info", "ping", "describe",
+                     "metrics",
                      "defaults", limits_to_json(&s->cfg.defaults),
                      "maximums", limits_to_json(&s->cfg.ceilings),
                      "daemon",
@@ -448,6 +451,32 @@ static json_t *describe_new(const struct sup *s)
         return NULL;
     }
     return d;
+}
+
+/* The metric registry's text with the gauges read now (daemon/metrics.h;
+ * every metric is described in docs/deployment.md). */
+static json_t *metrics_new(const struct sup *s)
+{
+    struct metrics_now now = {
+        .workers_started = s->workers_started,
+        .workers = s->procs - s->pending,
+        .idle_workers = s->n_idle,
+        .queued = s->queued,
+        .connections = s->n_conns,
+        .sessions = 0,                  /* no sessions yet */
+        .input_buffer_bytes = s->input_bytes,
+    };
+    const struct list_head *pos;
+    char *text;
+    json_t *r;
+
+    for (pos = s->conns.next; pos != &s->conns; pos = pos->next)
+        now.output_buffer_bytes += list_entry(pos, struct conn, node)->out.cap;
+    if (!(text = metrics_render(&now)))
+        return NULL;
+    r = json_pack("{s:s,s:s}", "content_type", METRICS_CONTENT_TYPE, "text", text);
+    free(text);
+    return r;
 }
 
 void methods_request(struct conn *c, const struct rpc_msg *m)
@@ -473,6 +502,8 @@ void methods_request(struct conn *c, const struct rpc_msg *m)
         result = json_object();
     else if (strcmp(name, "describe") == 0)
         result = describe_new(c->sup);
+    else if (strcmp(name, "metrics") == 0)
+        result = metrics_new(c->sup);
     else {
         conn_send_error(c, m->id, "method_not_found", NULL, "method '%.64s' not found", name);
         return;

@@ -18,6 +18,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/refuse.h"
 #include "daemon/sup.h"
 #include "proto/jsonrpc.h"
@@ -61,6 +62,7 @@ static void refuse_peer(struct sup *s, int fd, const struct ucred *cred)
 
     log_notice("refused peer uid=%u gid=%u pid=%d", (unsigned)cred->uid,
                (unsigned)cred->gid, (int)cred->pid);
+    metrics_refused_peer();
     snprintf(msg, sizeof msg, "this peer (uid %u, gid %u) may not use sandboxd",
              (unsigned)cred->uid, (unsigned)cred->gid);
     refuse_conn(s, fd, rpc_error_new(NULL, "forbidden", msg,

@@ -32,6 +32,7 @@
 #include <malloc.h>
 
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/sched.h"
 #include "daemon/sup.h"
 #include "daemon/worker/worker.h"
@@ -470,6 +471,7 @@ void zygote_died(struct sup *s, int status)
     if (s->stopping)
         return;
     log_err("zygote died (status 0x%x); restarting it", status);
+    metrics_zygote_restart();
     if (now - s->zygote_started > 60)
         s->zygote_restarts = 0;
     if (++s->zygote_restarts > ZYGOTE_MAX_RESTARTS || zygote_start(s) < 0) {

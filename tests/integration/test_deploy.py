@@ -232,6 +232,8 @@ def test_refused_peer_under_another_uid(daemon_factory):
              (nobody.pw_uid, nobody.pw_gid, pid))
     with d.client() as c:                       # root is still served
         c.ping()
+        text = c.call("metrics").result["text"]
+        assert "\nsandboxd_refused_peers_total 1\n" in text, text
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="needs root to connect as another uid")
