@@ -64,6 +64,9 @@ $(DEPS_MK): scripts/install-deps
 ifneq ($(MAKECMDGOALS),clean)
 include $(DEPS_MK)
 endif
+# The same step under the name an order-only prerequisite may give it.
+build/.deps: $(DEPS_MK)
+	@touch $@
 
 # The flags each output directory was built with.  When they change (make
 # O=build/asan without SANITIZE=1, say), everything in $(O) is rebuilt rather
@@ -138,7 +141,7 @@ test-node: all client/mcp/node_modules/.package-lock.json
 	  (cd $$p && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
 	   node --test test/*.test.mjs); done
 
-client/mcp/node_modules/.package-lock.json: client/mcp/package-lock.json client/mcp/package.json | build/.deps
+client/mcp/node_modules/.package-lock.json: client/mcp/package-lock.json client/mcp/package.json | $(DEPS_MK)
 	cd client/mcp && npm ci --no-audit --no-fund
 	@touch $@
 
