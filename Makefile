@@ -44,7 +44,7 @@ UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 UNIT_OBJS   := $(patsubst %.c,$(O)/obj/%.o,$(UNIT_SRCS))
 LIB         := $(O)/libsandboxd.a
 
-.PHONY: all deps run test test-unit test-integration test-hooks test-node test-elixir asan bench mutation fuzz install clean
+.PHONY: all deps run test test-unit test-integration test-hooks test-node test-elixir bench-elixir asan bench mutation fuzz install clean
 all: $(O)/sandboxd $(O)/sandboxctl
 
 # The Debian packages first, then pkg-config's flags for them, kept in
@@ -161,6 +161,12 @@ test: deps
 test-elixir: all
 	cd client/elixir && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd MIX_ENV=test HEX_OFFLINE=1 \
 	MIX_BUILD_ROOT=$(CURDIR)/$(O)/elixir mix test
+
+# What Sandboxd.Legion adds to the daemon's latency for an execute with one
+# tool call, against a C client in the same run (bench/elixir_legion.exs).
+bench-elixir: all
+	cd client/elixir && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd MIX_ENV=test HEX_OFFLINE=1 \
+	MIX_BUILD_ROOT=$(CURDIR)/$(O)/elixir mix run ../../bench/elixir_legion.exs
 
 asan:
 	$(MAKE) O=build/asan SANITIZE=1 all

@@ -194,10 +194,10 @@ defmodule Sandboxd do
 
   @doc "`check`: compiles `code` in a worker. `{:ok, %{\"ok\" => true}}` or a `:syntax_error`."
   def check(conn, code, opts \\ []) do
-    {decls, _, _} = declare(conn, Keyword.get(opts, :tools))
+    ts = prepare_tools(conn, Keyword.get(opts, :tools))
 
     with :ok <- code_size(conn, code) do
-      call(conn, "check", put_opt(%{"code" => code}, "tools", decls))
+      call(conn, "check", put_pair([{"code", code}], "tools", if(ts.json, do: {:raw, ts.json})))
     end
   end
 
@@ -254,18 +254,23 @@ defmodule Sandboxd do
   end
 
   def execute_async(%__MODULE__{} = conn, code, opts) do
-    {decls, dispatch, refs} = declare(conn, Keyword.get(opts, :tools))
+    ts = prepare_tools(conn, Keyword.get(opts, :tools))
 
     params =
-      %{"code" => code}
-      |> put_opt("tools", decls)
-      |> put_opt("bindings", opts[:bindings])
-      |> put_opt("timeout_ms", wire_limit(opts[:timeout_ms]))
-      |> put_opt("limits", wire_limits(opts[:limits]))
-      |> put_opt("stream_output", if(opts[:on_output], do: true))
+      [{"code", code}]
+      |> put_pair("tools", if(ts.json, do: {:raw, ts.json}))
+      |> put_pair("bindings", opts[:bindings])
+      |> put_pair("timeout_ms", wire_limit(opts[:timeout_ms]))
+      |> put_pair("limits", wire_limits(opts[:limits]))
+      |> put_pair("stream_output", if(opts[:on_output], do: true))
 
-    refs = Map.merge(refs, Map.new(Keyword.get(opts, :modules, %{})))
-    start(conn, code, params, dispatch, refs, opts)
+    refs =
+      case Keyword.get(opts, :modules) do
+        nil -> ts.refs
+        mods -> Map.merge(ts.refs, Map.new(mods))
+      end
+
+    start(conn, code, params, ts.dispatch, refs, opts)
   end
 
   defp start(conn, code, params, dispatch, refs, opts) do
@@ -445,7 +450,11 @@ defmodule Sandboxd do
   end
 
   defp run(fun, args, params) do
-    result = fun.(args)
+    result =
+      case fun do
+        {m, f} -> apply(m, f, args)
+        f -> f.(args)
+      end
 
     case Value.to_json(result) do
       {:ok, data} -> {{:ok, data}, nil}
@@ -521,11 +530,12 @@ defmodule Sandboxd do
   @spec open_session(t, keyword) :: {:ok, Session.t()} | {:error, Error.t()}
   def open_session(%__MODULE__{} = conn, opts \\ []) do
     if "sessions" in features(conn) do
-      {decls, dispatch, refs} = declare(conn, Keyword.get(opts, :tools))
+      %Sandboxd.Toolset{json: json, dispatch: dispatch, refs: refs} =
+        prepare_tools(conn, Keyword.get(opts, :tools))
 
       params =
         %{}
-        |> put_opt("tools", decls)
+        |> put_opt("tools", if(json, do: {:raw, json}))
         |> put_opt("bindings", opts[:bindings])
         |> put_opt("timeout_ms", wire_limit(opts[:timeout_ms]))
         |> put_opt("limits", wire_limits(opts[:limits]))
@@ -585,7 +595,7 @@ defmodule Sandboxd do
 
   defp send_request(%__MODULE__{pid: pid, socket: socket, info: info}, method, params) do
     id = System.unique_integer([:positive])
-    body = JSON.encode!(params)
+    body = encode_params(params)
 
     line = [
       ~s({"jsonrpc":"2.0","id":),
@@ -647,12 +657,18 @@ defmodule Sandboxd do
       "}}\n"
     ]
 
-  @doc false
-  # Declarations for the daemon, the dispatch table and the module refs.
-  def declare(_conn, nil), do: {nil, %{}, %{}}
-  def declare(_conn, []), do: {nil, %{}, %{}}
+  @doc """
+  Prepares `tools` (any form `Sandboxd.Tool` accepts) for `conn`'s daemon:
+  a `Sandboxd.Toolset` to pass as `tools:` to many executions. Function
+  names that are not Lua identifiers are left out unless the daemon's
+  features include `"any_function_names"`.
+  """
+  @spec prepare_tools(t, term) :: Sandboxd.Toolset.t()
+  def prepare_tools(_conn, %Sandboxd.Toolset{} = ts), do: ts
+  def prepare_tools(_conn, nil), do: %Sandboxd.Toolset{}
+  def prepare_tools(_conn, []), do: %Sandboxd.Toolset{}
 
-  def declare(conn, tools) do
+  def prepare_tools(conn, tools) do
     any? = "any_function_names" in features(conn)
     tools = Tool.normalize(tools)
 
@@ -669,7 +685,7 @@ defmodule Sandboxd do
           into: %{},
           do: {m, mod}
 
-    {decls, dispatch, refs}
+    %Sandboxd.Toolset{json: JSON.encode!(decls), dispatch: dispatch, refs: refs}
   end
 
   defp existing_module(name) do
@@ -680,6 +696,36 @@ defmodule Sandboxd do
 
   defp put_opt(map, _key, nil), do: map
   defp put_opt(map, key, value), do: Map.put(map, key, value)
+
+  defp put_pair(pairs, _key, nil), do: pairs
+  defp put_pair(pairs, key, value), do: [{key, value} | pairs]
+
+  # params: a map, or {key, value} pairs whose value may be {:raw, iodata}
+  # (JSON encoded beforehand, such as a Toolset's declarations).  Keys are
+  # this module's own ASCII names.
+  defp encode_params(params) when is_map(params) do
+    if Enum.any?(params, &match?({_, {:raw, _}}, &1)),
+      do: encode_params(Map.to_list(params)),
+      else: JSON.encode!(params)
+  end
+
+  defp encode_params(pairs) when is_list(pairs) do
+    members =
+      for {k, v} <- pairs do
+        [
+          ?",
+          k,
+          ?",
+          ?:,
+          case v do
+            {:raw, io} -> io
+            v -> JSON.encode!(v)
+          end
+        ]
+      end
+
+    [?{, Enum.intersperse(members, ?,), ?}]
+  end
 
   @doc false
   def wire_limit(nil), do: nil

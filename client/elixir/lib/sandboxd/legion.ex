@@ -179,11 +179,8 @@ defmodule Sandboxd.Legion do
 
   defp eval(code, timeout_ms, modules, bindings, limits) do
     with {:ok, conn} <- connection() do
-      {tools, refs} = tools(modules)
-
       opts = [
-        tools: tools,
-        modules: refs,
+        tools: toolset(modules, "any_function_names" in Sandboxd.features(conn)),
         bindings: Bindings.to_wire(bindings),
         timeout_ms: timeout(timeout_ms, conn),
         limits: Sandboxd.Legion.Limits.map(limits, conn.info),
@@ -211,21 +208,52 @@ defmodule Sandboxd.Legion do
   defp timeout(ms, _conn) when is_integer(ms), do: ms
 
   @doc false
-  # Legion's modules as daemon tools, and the module references they allow.
-  def tools(modules) do
+  # Legion's modules as daemon tools (a Sandboxd.Toolset), and the module
+  # references they allow.  Each module's declaration is built once and kept
+  # in :persistent_term with the module's md5, so a reloaded module is
+  # declared again.
+  def toolset(modules, any_names?) do
     modules = Enum.filter(modules, &elixir_module?/1)
-    refs = Map.new(modules, &{Atom.to_string(&1), &1})
 
-    tools =
+    entries =
       modules
-      |> Enum.filter(&Code.ensure_loaded?/1)
-      |> Enum.map(&tool/1)
+      |> Enum.map(&declared(&1, any_names?))
+      |> Enum.reject(&is_nil/1)
       # Two modules with one short name: the later wins, as in Legion.
       |> Enum.reverse()
-      |> Enum.uniq_by(& &1.name)
+      |> Enum.uniq_by(&elem(&1, 0))
       |> Enum.reverse()
 
-    {tools, refs}
+    %Sandboxd.Toolset{
+      json:
+        if(entries != [], do: [?[, Enum.intersperse(Enum.map(entries, &elem(&1, 1)), ?,), ?]]),
+      dispatch: Map.new(entries, fn {name, _json, fns} -> {name, fns} end),
+      refs: Map.new(modules, &{Atom.to_string(&1), &1})
+    }
+  end
+
+  defp declared(module, any_names?) do
+    key = {__MODULE__, :tool, module, any_names?}
+
+    case :persistent_term.get(key, nil) do
+      {md5, entry} ->
+        if :erlang.module_loaded(module) and module.module_info(:md5) == md5,
+          do: entry,
+          else: declare(key, module, any_names?)
+
+      nil ->
+        declare(key, module, any_names?)
+    end
+  end
+
+  defp declare(key, module, any_names?) do
+    if Code.ensure_loaded?(module) do
+      tool = tool(module)
+      {decl, fns} = Tool.declare(tool, any_names?)
+      entry = {tool.name, IO.iodata_to_binary(Sandboxd.JSON.encode!(decl)), fns}
+      :persistent_term.put(key, {module.module_info(:md5), entry})
+      entry
+    end
   end
 
   defp tool(module) do

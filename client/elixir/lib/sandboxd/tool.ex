@@ -5,9 +5,10 @@ defmodule Sandboxd.Tool do
   entry of `functions`.
 
   Each function is `%{name: "get", arities: [1, 2] | nil, fun: fun}` where
-  `fun` takes the Lua arguments as one list and returns the result (one
-  value). With `arities` the daemon refuses other argument counts itself;
-  `nil` accepts any count. A tool with no functions is reference-only.
+  `fun` is a function taking the Lua arguments as one list, or `{module,
+  function}` (applied to the arguments), and returns the result (one value).
+  With `arities` the daemon refuses other argument counts itself; `nil`
+  accepts any count. A tool with no functions is reference-only.
 
   `Sandboxd.execute/3` also takes tools in shorter forms, normalised by
   `normalize/1`:
@@ -26,7 +27,7 @@ defmodule Sandboxd.Tool do
   @type function_spec :: %{
           name: String.t(),
           arities: [non_neg_integer] | nil,
-          fun: ([term] -> term)
+          fun: ([term] -> term) | {module, atom}
         }
   @type t :: %__MODULE__{name: String.t(), module: String.t() | nil, functions: [function_spec]}
 
@@ -111,4 +112,21 @@ defmodule Sandboxd.Tool do
 
   @doc false
   def identifier?(name), do: name =~ ~r/\A[A-Za-z_][A-Za-z0-9_]{0,127}\z/
+end
+
+defmodule Sandboxd.Toolset do
+  @moduledoc """
+  Tools prepared for one connection's daemon by `Sandboxd.prepare_tools/2`:
+  the declarations already encoded (`json`), the table that serves their
+  calls (`dispatch`), and the module references they allow (`refs`). Pass it
+  as `tools:` to run many executions with the same tools without preparing
+  them each time.
+  """
+  defstruct json: nil, dispatch: %{}, refs: %{}
+
+  @type t :: %__MODULE__{
+          json: iodata | nil,
+          dispatch: map,
+          refs: %{optional(String.t()) => module}
+        }
 end
