@@ -175,4 +175,36 @@ defmodule Sandboxd.DaemonsTest do
       assert hex == Sandboxd.Legion.Bindings.hexfloat(f)
     end
   end
+
+  test "Legion's Runner, when loaded, runs the tool side with Legion's timeout and limits" do
+    Application.put_env(:sandboxd, :legion_runner, Sandboxd.Test.Runner)
+    Application.put_env(:sandboxd, :runner_report, self())
+
+    try do
+      limits = [max_heap: 100_000_000, max_reductions: 5_000_000, priority: :normal]
+      # the tool finds the caller's context up the process tree, as Vault does
+      Process.put("agent_id", "agent-9")
+
+      assert {:ok, {[3, "agent-9"], _}} =
+               L.execute(
+                 "return EchoTool.add(1, 2), EchoTool.dict('agent_id')",
+                 4000,
+                 [EchoTool],
+                 [],
+                 limits
+               )
+
+      # the daemon counts the Lua budget; the Runner does not count it again
+      assert_received {:runner, 4000, seen}
+      assert seen[:max_reductions] == :infinity
+      assert seen[:max_heap] == 100_000_000 and seen[:priority] == :normal
+
+      # and its results pass through
+      assert {:error, {:throw, :tool_escaped}} =
+               L.execute("EchoTool.escape()", 4000, [EchoTool], [], [])
+    after
+      Application.delete_env(:sandboxd, :legion_runner)
+      Application.delete_env(:sandboxd, :runner_report)
+    end
+  end
 end

@@ -88,3 +88,27 @@ defmodule Sandboxd.Test.VaultLike do
     end
   end
 end
+
+defmodule Sandboxd.Test.Runner do
+  @moduledoc """
+  Stands in for `Legion.Sandbox.Runner` (configured with `config :sandboxd,
+  legion_runner: ...`): reports how it was called, then runs the eval in a
+  spawned process as Legion's does.
+  """
+  def run(fun, timeout_ms, limits) do
+    if pid = Application.get_env(:sandboxd, :runner_report),
+      do: send(pid, {:runner, timeout_ms, limits})
+
+    parent = self()
+    {pid, ref} = spawn_monitor(fn -> send(parent, {:result, self(), fun.()}) end)
+
+    receive do
+      {:result, ^pid, result} ->
+        Process.demonitor(ref, [:flush])
+        result
+
+      {:DOWN, ^ref, :process, _, reason} ->
+        {:error, {:process_crashed, reason}}
+    end
+  end
+end
