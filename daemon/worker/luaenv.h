@@ -16,7 +16,9 @@
  * Replaced functions:
  *   load            text only (mode forced to "t") for strings and readers;
  *                   env defaults to the sandbox globals; a reader may
- *                   deliver at most the string cap in total
+ *                   deliver at most the string cap in total; lua_load runs
+ *                   inside a lua_pcall with no message handler, so no error
+ *                   of the parser or the reader reaches the caller's handler
  *   pcall, xpcall   rethrow while a fatal limit is set; xpcall skips the
  *                   user handler while fatal
  *   coroutine.resume, coroutine.wrap   rethrow while fatal

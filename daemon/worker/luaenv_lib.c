@@ -216,28 +216,71 @@ static const char *read_piece(lua_State *L, void *ud, size_t *size)
     return s;
 }
 
+struct load_args {
+    const char   *s;            /* the chunk text, or NULL: a reader at index 1 */
+    size_t        len;
+    const char   *name, *mode;
+    struct reader rd;
+    int           status;       /* of lua_load */
+};
+
+/* Runs under lua_pcall with no message handler; index 1 is the chunk text or
+ * the reader, index 2 the load_args.  Leaves the function or the error. */
+static int load_protected(lua_State *L)
+{
+    struct load_args *a = lua_touserdata(L, 2);
+
+    lua_settop(L, RESERVED_SLOT);
+    if (a->s != NULL)
+        a->status = luaL_loadbufferx(L, a->s, a->len, a->name, a->mode);
+    else
+        a->status = lua_load(L, read_piece, &a->rd, a->name, a->mode);
+    return 1;
+}
+
+/*
+ * lua_load runs the parser and the reader protected, but under the message
+ * handler of the calling code (luaD_protectedparser keeps L->errfunc): an
+ * error there (a reader that raises or returns a non-string, a parser limit
+ * raised as a runtime error) would reach the chunk's top-level handler,
+ * which must only ever see the error that ends the chunk.  So load is a
+ * protected boundary of its own, like pcall: lua_load runs inside a
+ * lua_pcall with no handler.
+ */
 static int sb_load(lua_State *L)
 {
-    size_t len;
-    const char *s = lua_tolstring(L, 1, &len);
+    struct load_args a = {0};
     int env = lua_isnone(L, 4) ? 0 : 4;
     int status;
-#if defined(MUTATE_BYTECODE)
-    const char *mode = luaL_optstring(L, 3, "bt");  /* mutant: binary chunks accepted */
-#else
-    const char *mode = "t";
-#endif
 
-    if (s != NULL) {
-        const char *name = luaL_optstring(L, 2, s);
-        status = luaL_loadbufferx(L, s, len, name, mode);
+    a.s = lua_tolstring(L, 1, &a.len);
+#if defined(MUTATE_BYTECODE)
+    a.mode = luaL_optstring(L, 3, "bt");    /* mutant: binary chunks accepted */
+#else
+    a.mode = "t";
+#endif
+    if (a.s != NULL) {
+        a.name = luaL_optstring(L, 2, a.s);
     } else {
-        const char *name = luaL_optstring(L, 2, "=(load)");
-        struct reader rd = {0, luaenv_string_cap(luaenv_from(L))};
+        a.name = luaL_optstring(L, 2, "=(load)");
+        a.rd.cap = luaenv_string_cap(luaenv_from(L));
         luaL_checktype(L, 1, LUA_TFUNCTION);
-        lua_settop(L, RESERVED_SLOT);
-        status = lua_load(L, read_piece, &rd, name, mode);
     }
+#if defined(MUTATE_LOAD_BOUNDARY)
+    lua_pushvalue(L, 1);                /* mutant: lua_load under the caller's handler */
+    lua_pushlightuserdata(L, &a);
+    lua_pushcfunction(L, load_protected);
+    lua_insert(L, -3);
+    lua_call(L, 2, 1);
+    status = a.status;
+#else
+    lua_pushcfunction(L, load_protected);
+    lua_pushvalue(L, 1);
+    lua_pushlightuserdata(L, &a);
+    status = lua_pcall(L, 2, 1, 0);
+    if (status == LUA_OK)
+        status = a.status;
+#endif
     if (status == LUA_OK) {
         if (env != 0) {
             lua_pushvalue(L, env);

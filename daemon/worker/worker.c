@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 #include <lauxlib.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,8 +48,14 @@ struct job {
     /* the end frame, built by job_main() */
     uint32_t       end_type;        /* 0 until decided */
     json_t        *end;             /* owned */
-    int            line;            /* innermost "input" frame of an error, 0 unknown */
-    json_t        *traceback;       /* owned, NULL if none */
+    /* the message handler's record of the error that ended the chunk */
+    int            line;            /* innermost "input" frame shown, 0 unknown */
+    int            have_tb;
+    size_t         tb_len;
+    char           tb[TEXT_MAX + 1];
+#if defined(MUTATE_TRACEBACK_BOUND)
+    lua_Debug      ar;
+#endif
 };
 
 static uint64_t cpu_us(void)
@@ -104,9 +111,9 @@ static const char *error_text(lua_State *L, int idx, size_t *len)
 {
     int t = lua_type(L, idx);
 
+    idx = lua_absindex(L, idx);
 #if defined(MUTATE_TOLSTRING_ERRORS)
-    idx = lua_absindex(L, idx);         /* mutant: __tostring runs in the host */
-    luaL_tolstring(L, idx, NULL);
+    luaL_tolstring(L, idx, NULL);       /* mutant: __tostring runs in the host */
     lua_replace(L, idx);
     return lua_tolstring(L, idx, len);
 #endif
@@ -340,38 +347,162 @@ static void end_syntax(struct job *job, lua_State *L)
 }
 
 /*
- * Message handler of the chunk.  It runs only for an error that ends the
- * chunk (every inner boundary calls with no handler), so it may lift the
- * heap cap to build the traceback.  Reduces the value to text without
- * __tostring, records the innermost "input" line and the traceback.
+ * The chunk's traceback.  The message handler runs before the stack unwinds,
+ * under the job's limits (they are lifted only once lua_pcall has returned),
+ * so it allocates nothing in the Lua state and does bounded work: the text
+ * goes to job->tb (TEXT_MAX bytes), names are cut at TB_NAME bytes (no
+ * global-name search, which would walk the loaded tables), and a stack of
+ * more than TB_DEPTH levels is not measured (lua_getstack costs O(level), so
+ * finding the bottom of a deep stack would be quadratic): only its top
+ * TB_TOP levels are shown, and only those are searched for the chunk line.
+ */
+#define TB_TOP      10      /* levels shown from the top */
+#define TB_BOTTOM   11      /* levels shown from the bottom of a measured stack */
+#define TB_DEPTH    1000    /* deeper stacks are not measured */
+#define TB_NAME     64      /* bytes of a function name shown */
+
+static void tb_printf(struct job *job, const char *fmt, ...)
+{
+    size_t room = sizeof job->tb - job->tb_len;
+    va_list ap;
+    int n;
+
+    if (room <= 1)
+        return;
+    va_start(ap, fmt);
+    n = vsnprintf(job->tb + job->tb_len, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        job->tb_len += (size_t)n < room ? (size_t)n : room - 1;
+}
+
+/* The error value at idx as traceback text, without allocating. */
+static void tb_message(struct job *job, lua_State *L, int idx)
+{
+    size_t len;
+    const char *s;
+
+    switch (lua_type(L, idx)) {
+    case LUA_TSTRING:
+        s = lua_tolstring(L, idx, &len);
+        tb_printf(job, "%.*s", (int)(len < TEXT_MAX ? len : TEXT_MAX), s);
+        break;
+    case LUA_TNUMBER:       /* lua_tolstring would convert it in place */
+        if (lua_isinteger(L, idx))
+            tb_printf(job, LUA_INTEGER_FMT, (LUAI_UACINT)lua_tointeger(L, idx));
+        else
+            tb_printf(job, LUA_NUMBER_FMT, (LUAI_UACNUMBER)lua_tonumber(L, idx));
+        break;
+    default:
+        tb_printf(job, "(error object is a %s value)", luaL_typename(L, idx));
+        break;
+    }
+}
+
+static void tb_level(struct job *job, lua_Debug *ar)
+{
+    tb_printf(job, "\n\t%s:", ar->short_src);
+    if (ar->currentline > 0)
+        tb_printf(job, "%d:", ar->currentline);
+    if (*ar->namewhat != '\0')
+        tb_printf(job, " in %s '%.*s'", ar->namewhat, TB_NAME, ar->name);
+    else if (*ar->what == 'm')
+        tb_printf(job, " in main chunk");
+    else if (*ar->what != 'C')
+        tb_printf(job, " in function <%s:%d>", ar->short_src, ar->linedefined);
+    else
+        tb_printf(job, " in ?");
+    if (ar->istailcall)
+        tb_printf(job, "\n\t(...tail calls...)");
+}
+
+/* The number of levels above level 0, or -1 if more than TB_DEPTH. */
+static int tb_depth(lua_State *L)
+{
+    lua_Debug ar;
+    int lo = 0, hi = TB_DEPTH + 1;
+
+    if (lua_getstack(L, TB_DEPTH + 1, &ar))
+        return -1;
+    while (lo + 1 < hi) {       /* level lo exists, level hi does not */
+        int mid = lo + (hi - lo) / 2;
+        if (lua_getstack(L, mid, &ar))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Level `level`: shown in the traceback, and the innermost chunk line. */
+static void tb_visit(struct job *job, lua_State *L, int level, int show)
+{
+    lua_Debug ar;
+
+    if (!lua_getstack(L, level, &ar) || !lua_getinfo(L, "Slnt", &ar))
+        return;
+    if (job->line == 0 && strcmp(ar.source, "=input") == 0 && ar.currentline > 0)
+        job->line = ar.currentline;
+    if (show)
+        tb_level(job, &ar);
+}
+
+static void record_traceback(struct job *job, lua_State *L)
+{
+    int level, depth = tb_depth(L);
+    int top = depth < 0 || depth > TB_TOP + TB_BOTTOM ? TB_TOP : depth;
+
+    job->line = 0;
+    job->tb_len = 0;
+    tb_message(job, L, 1);
+    tb_printf(job, "\nstack traceback:");
+    for (level = 1; level <= top; level++)
+        tb_visit(job, L, level, 1);
+    if (top == depth)
+        return;
+    tb_printf(job, "\n\t...");
+    if (depth < 0) {
+        tb_printf(job, "\t(more than %d levels)", TB_DEPTH);
+        return;
+    }
+    for (level = top + 1; job->line == 0 && level <= depth - TB_BOTTOM; level++)
+        tb_visit(job, L, level, 0);         /* for the line only */
+    for (level = depth - TB_BOTTOM + 1; level <= depth; level++)
+        tb_visit(job, L, level, 1);
+}
+
+/*
+ * Message handler of the chunk.  Every protected boundary the chunk can
+ * reach (pcall, xpcall, coroutines, load) has its own handler or none, so
+ * this runs only for an error that ends the chunk; it still runs under the
+ * limits and allocates nothing (record_traceback).
  */
 static int msgh(lua_State *L)
 {
     struct job *job = lua_touserdata(L, lua_upvalueindex(1));
-    lua_Debug ar;
-    const char *msg, *tb;
-    size_t len;
-    int level;
 
     if (luaenv_is_fatal_error(L, 1))
         return 1;           /* classified by the flag; nothing to build */
-    luaenv_finish(job->env);
-    msg = error_text(L, 1, &len);
-    if (len > TEXT_MAX) {
-        lua_pushlstring(L, msg, TEXT_MAX);
-        lua_replace(L, 1);
-        msg = lua_tolstring(L, 1, &len);
+#if defined(MUTATE_TRACEBACK_BOUND)
+    {                       /* mutant: the stock traceback with the limits lifted */
+        (void)record_traceback;
+        size_t len;
+        const char *tb;
+        luaenv_finish(job->env);
+        luaL_traceback(L, L, lua_tostring(L, 1), 1);
+        tb = lua_tolstring(L, -1, &len);
+        job->tb_len = len < sizeof job->tb - 1 ? len : sizeof job->tb - 1;
+        memcpy(job->tb, tb, job->tb_len);
+        lua_pop(L, 1);
+        for (len = 1; job->line == 0 && lua_getstack(L, (int)len, &job->ar); len++)
+            if (lua_getinfo(L, "Sl", &job->ar) && strcmp(job->ar.source, "=input") == 0)
+                job->line = job->ar.currentline;
     }
-    for (level = 1; lua_getstack(L, level, &ar); level++) {
-        if (lua_getinfo(L, "Sl", &ar) && strcmp(ar.source, "=input") == 0 && ar.currentline > 0) {
-            job->line = ar.currentline;
-            break;
-        }
-    }
-    luaL_traceback(L, L, msg, 1);
-    tb = lua_tolstring(L, -1, &len);
-    job->traceback = codec_string_new(tb, len < TEXT_MAX ? len : TEXT_MAX);
-    lua_settop(L, 1);
+#else
+    record_traceback(job, L);
+#endif
+    job->tb[job->tb_len] = '\0';
+    job->have_tb = 1;
     return 1;
 }
 
@@ -385,10 +516,8 @@ static void end_runtime(struct job *job, lua_State *L)
         return;
     if (job->line > 0)
         json_object_set_new(job->end, "line", json_integer(job->line));
-    if (job->traceback != NULL) {
-        json_object_set_new(job->end, "traceback", job->traceback);
-        job->traceback = NULL;
-    }
+    if (job->have_tb)
+        json_object_set_new(job->end, "traceback", codec_string_new(job->tb, job->tb_len));
 }
 
 /* The values first..top as the result value: none -> null, one -> it,

@@ -94,6 +94,68 @@ def test_reductions_budget_fresh_per_execution(client):
                             limits={"max_reductions": 1000000}) == 100000
 
 
+# ------------------------------------------------------------------ load and the chunk's handler
+
+# Errors raised inside lua_load, which runs under the message handler of the
+# code that calls load: reader errors, a reader returning a non-string, and
+# parser limits raised as runtime errors (not syntax errors).
+LOAD_ERRORS = [
+    "load(function() return {} end)",
+    "load(function() error('x') end)",
+    "load(function() error({}) end)",
+    "load(function() local g = load(function() error('inner') end) error('outer') end)",
+    "load(string.rep('do local a end ', 40000))",
+    "local t = {} for i = 1, 33000 do t[i] = 'goto l' .. i end load(table.concat(t, ' '))",
+]
+
+
+@pytest.mark.parametrize("trigger", LOAD_ERRORS)
+def test_load_error_keeps_limits(client, daemon, trigger):
+    """A failed load leaves every limit in place: the instruction budget, the
+    heap cap and the string cap still hold for the code after it."""
+    r = client.execute(trigger + "\nwhile true do end", limits={"max_reductions": 1000000},
+                       timeout_ms=BIG_TIMEOUT)
+    assert r.kind == "reductions_limit" and r.data["stats"]["reductions"] > 1000000, r
+    r = client.execute(trigger + "\nreturn #string.rep('x', 64 << 20)",
+                       limits={"max_heap": 16 * 1024 * 1024}, timeout_ms=BIG_TIMEOUT)
+    assert r.kind == "runtime_error" and "resulting string too large" in r.message, r
+    assert r.data["stats"]["heap_peak_bytes"] <= 16 * 1024 * 1024, r
+    daemon.assert_no_leftovers()
+
+
+def test_load_error_leaves_no_traceback(client):
+    """Only the error that ends the chunk is recorded by the top-level
+    handler: a load error caught earlier leaves no line or traceback behind
+    (here the final error, the string cap hit by `..`, passes no handler)."""
+    r = client.execute("local f = load(function() error('reader') end)\n"
+                       "local s = string.rep('x', 3000000)\nreturn s .. s",
+                       limits={"max_heap": 10000000})
+    assert r.kind == "runtime_error" and "resulting string too large" in r.message, r
+    assert "reader" not in (r.data.get("traceback") or ""), r
+    assert "line" not in r.data, r
+
+
+def test_traceback_bounded(client):
+    """The traceback is built under the limits in bounded time: a deep stack
+    is shown by its top only, names are cut, and a stack of another chunk
+    name above the chunk still finds the chunk's line when it is shallow."""
+    r = client.execute("local g = load('local function g(n) if n == 0 then error(\"deep\") end '"
+                       " .. 'return 1 + g(n - 1) end return g', '=other')()\n\nlocal v = g(50) return v")
+    assert r.kind == "runtime_error" and r.message == "other:1: deep", r
+    assert r.data.get("line") == 3, r
+    tb = r.data["traceback"]
+    assert tb.startswith("other:1: deep\nstack traceback:\n") and "\n\t...\n" in tb, tb
+    assert "input:3: in main chunk" in tb, tb
+    r = client.execute("local g = load('local function g(n) return 1 + g(n + 1) end return g', "
+                       "'=other')()\nreturn g(1)", timeout_ms=BIG_TIMEOUT)
+    assert r.kind == "runtime_error" and "stack overflow" in r.message, r
+    assert "line" not in r.data and "(more than 1000 levels)" in r.data["traceback"], r
+    r = client.execute("local n = string.rep('n', 1000) _G[n] = function() error(12.5) end load(n .. '()')()")
+    assert r.kind == "runtime_error" and r.message == "12.5", r
+    assert "global '" + "n" * 64 + "'" in r.data["traceback"], r
+    assert len(r.data["traceback"]) < 1000, r
+
+
 # ------------------------------------------------------------------ cpu
 
 def test_cpu_limit(client, daemon):
