@@ -6,6 +6,7 @@
 #                   then the test-hooks build, bench smoke, fuzz pass, mutation check
 #   make asan       the sanitizer build in build/asan/
 #   make bench      the benchmark report (bench/)
+#   make soak       the reliability faults under load for SOAK_SECONDS (default 300)
 #   make fuzz       libFuzzer on the framing, JSON-RPC, codec and bindings (tests/fuzz/)
 #
 # O is the output directory; SANITIZE=1 builds with ASan+UBSan.  `make test`
@@ -44,7 +45,7 @@ UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 UNIT_OBJS   := $(patsubst %.c,$(O)/obj/%.o,$(UNIT_SRCS))
 LIB         := $(O)/libsandboxd.a
 
-.PHONY: all deps run test test-unit test-integration test-hooks test-node test-elixir bench-elixir asan bench mutation fuzz install clean
+.PHONY: all deps run test test-unit test-integration test-reliability soak test-hooks test-node test-elixir bench-elixir asan bench mutation fuzz install clean
 all: $(O)/sandboxd $(O)/sandboxctl
 
 # The Debian packages first, then pkg-config's flags for them, kept in
@@ -131,6 +132,16 @@ test-hooks: deps
 	SANDBOXD_SANITIZE=0 SANDBOXD_TEST_HOOKS=1 \
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration/test_hooks.py
 
+# The reliability suite (tests/reliability): checked load with faults
+# injected, about a minute; `make soak` runs its faults for SOAK_SECONDS.
+SOAK_SECONDS ?= 300
+test-reliability: all
+	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/reliability
+
+soak: all
+	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd /usr/bin/python3 tests/reliability/soak.py $(SOAK_SECONDS)
+
 # The Node packages with Node's own test runner against the daemon in $(O):
 # client/node (the npm package sandboxd) and client/mcp (sandboxd-mcp, end to
 # end with real MCP servers from npm).  npm ci installs the committed lock
@@ -146,7 +157,7 @@ client/mcp/node_modules/.package-lock.json: client/mcp/package-lock.json client/
 	@touch $@
 
 test: deps
-	$(MAKE) O=build test-unit test-integration
+	$(MAKE) O=build test-unit test-integration test-reliability
 	$(MAKE) O=build test-python
 	$(MAKE) O=build/asan SANITIZE=1 test-unit test-integration
 	$(MAKE) test-hooks
