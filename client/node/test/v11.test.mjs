@@ -4,7 +4,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, Unsupported, SessionNotFound, LuaError } from '../src/index.js';
+import { Client, Unsupported, SessionNotFound, LuaError, LimitExceeded } from '../src/index.js';
 import { startDaemon, until } from './daemon.mjs';
 
 let d;
@@ -83,6 +83,7 @@ test('live output through onOutput (or Unsupported without the feature)', async 
       assert.match(e.message, /"stream_output" feature/);
       return true;
     });
+    t.diagnostic('daemon without stream_output: checked the Unsupported error only');
     return;
   }
   const chunks = [];
@@ -94,4 +95,32 @@ test('live output through onOutput (or Unsupported without the feature)', async 
   assert.ok(sawBeforeEnd, 'output arrived while the chunk ran');
   assert.equal(chunks.join(''), 'one\ntwo\n');
   assert.equal(r.output, 'one\ntwo\n');
+});
+
+test('max_tool_calls ends the execution with tool_call_limit', async (t) => {
+  if (!features.has('max_tool_calls')) {
+    t.skip('daemon without the "max_tool_calls" feature');
+    return;
+  }
+  let calls = 0;
+  await assert.rejects(client.execute('for i = 1, 10 do pcall(T.f) end', {
+    limits: { max_tool_calls: 3 },
+    tools: { T: { f: () => ++calls } },
+  }), (e) => {
+    assert.ok(e instanceof LimitExceeded);
+    assert.equal(e.kind, 'tool_call_limit');
+    assert.equal(calls, 3);
+    return true;
+  });
+});
+
+test('function names that are not Lua identifiers', async (t) => {
+  if (!features.has('any_function_names')) {
+    t.skip('daemon without the "any_function_names" feature');
+    return;
+  }
+  const r = await client.execute('return Acct["valid?"](5), Acct["get-sum"](1, 2)', {
+    tools: { Acct: { 'valid?': (x) => x > 3, 'get-sum': (a, b) => a + b } },
+  });
+  assert.deepEqual(r.value, [true, 3]);
 });
