@@ -1,0 +1,43 @@
+// The runnable examples and the README's example work against the real daemon.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { startDaemon } from './daemon.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const REPO = path.resolve(HERE, '..', '..', '..');
+const run = promisify(execFile);
+
+test('examples/node-agent.mjs runs its three turns', async () => {
+  const d = await startDaemon();
+  try {
+    const { stdout } = await run(process.execPath, [path.join(REPO, 'examples', 'node-agent.mjs')],
+      { env: { ...process.env, SANDBOXD_SOCKET: d.socketPath } });
+    assert.match(stdout, /^turn 1: error \(syntax_error\)/m);
+    assert.match(stdout, /^turn 2: value 2; 3 tool calls; globals open; printed: skipped: Orders.list: no customer carl$/m);
+    assert.match(stdout, /^turn 3: value \{"total":115,"open_orders":2\}; 2 tool calls/m);
+    assert.match(stdout, /^drafts: ann@example.com: Order 2; bob@example.com: Order 3$/m);
+  } finally {
+    await d.stop();
+  }
+});
+
+test("the README's example prints 21 2", async () => {
+  const readme = fs.readFileSync(path.join(HERE, '..', 'README.md'), 'utf8');
+  const code = /## Example\n\n```js\n([\s\S]*?)```/.exec(readme)[1]
+    .replace("from 'sandboxd'", `from ${JSON.stringify(path.join(HERE, '..', 'src', 'index.js'))}`);
+  const d = await startDaemon();
+  const file = path.join(d.dir, 'readme-example.mjs');
+  fs.writeFileSync(file, code.replace("'build/sandboxd.sock'", JSON.stringify(d.socketPath)));
+  try {
+    const { stdout } = await run(process.execPath, [file]);
+    assert.equal(stdout, 'to ann@example.com: It is 21 degrees\n21 2\n');
+  } finally {
+    await d.stop();
+  }
+});
