@@ -46,7 +46,7 @@ static const char *const event_names[] = {
 /* The state table: which events each state expects. */
 static const unsigned accepts[ST_DONE + 1] = {
     [ST_QUEUED]    = BIT(XE_START) | BIT(XE_CANCEL) | BIT(XE_DISCONNECT),
-    [ST_STARTING]  = BIT(XE_WORKER) | BIT(XE_CANCEL) | BIT(XE_DISCONNECT),
+    [ST_STARTING]  = BIT(XE_WORKER) | BIT(XE_TIMEOUT) | BIT(XE_CANCEL) | BIT(XE_DISCONNECT),
     [ST_RUNNING]   = BIT(XE_OUTPUT) | BIT(XE_TOOL_CALL) | BIT(XE_RESULT) | BIT(XE_ERROR) |
                      BIT(XE_BAD) | BIT(XE_TIMEOUT) | BIT(XE_CPU) | BIT(XE_CANCEL) |
                      BIT(XE_DISCONNECT) | BIT(XE_EXIT),
@@ -346,10 +346,7 @@ static void exec_run(struct exec *e, struct wproc *w)
     json_decref(e->job);
     e->job = NULL;
     e->state = ST_RUNNING;
-    if (e->lim.timeout_ms != LIMIT_INF) {
-        ev_timer_set(&e->deadline, (double)e->lim.timeout_ms / 1e3, 0.);
-        ev_timer_start(s->loop, &e->deadline);
-    }
+    /* the deadline runs since XE_START: the wait for a worker counts */
     if (e->lim.cpu_ms != LIMIT_INF) {
         ev_timer_set(&e->cpu_timer, (double)e->lim.cpu_ms / 1e3, 0.);
         ev_timer_start(s->loop, &e->cpu_timer);
@@ -627,6 +624,10 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
         e->state = ST_STARTING;
         list_add_tail(&s->starting, &e->q_node);
         s->n_starting++;
+        if (e->lim.timeout_ms != LIMIT_INF) {
+            ev_timer_set(&e->deadline, (double)e->lim.timeout_ms / 1e3, 0.);
+            ev_timer_start(s->loop, &e->deadline);
+        }
         break;
     case XE_WORKER:
         exec_unlist(e);
@@ -678,8 +679,15 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
         exec_finish(e);
         break;
     case XE_TIMEOUT:
-        exec_fail(e, "timeout", NULL, NULL, "execution exceeded the timeout of %llu ms",
-                  (unsigned long long)e->lim.timeout_ms);
+        if (e->state == ST_STARTING) {
+            exec_unlist(e);
+            exec_fail(e, "timeout", json_pack("{s:s}", "reason", "waiting for a worker"), NULL,
+                      "execution exceeded the timeout of %llu ms waiting for a worker",
+                      (unsigned long long)e->lim.timeout_ms);
+        } else {
+            exec_fail(e, "timeout", NULL, NULL, "execution exceeded the timeout of %llu ms",
+                      (unsigned long long)e->lim.timeout_ms);
+        }
         exec_finish(e);
         break;
     case XE_CPU:
@@ -821,6 +829,18 @@ void exec_abort(struct exec *e, const char *why)
         return;
     exec_unlist(e);
     exec_fail(e, "cancelled", NULL, NULL, "%s", why);
+    exec_finish(e);
+}
+
+void exec_no_worker(struct exec *e, const char *why, double retry_s)
+{
+    if (e->state > ST_STARTING)
+        return;
+    exec_unlist(e);
+    exec_fail(e, "internal_error",
+              json_pack("{s:s,s:I}", "reason", "workers cannot be started",
+                        "retry_after_ms", (json_int_t)(retry_s * 1e3 + 0.5)),
+              NULL, "workers cannot be started: %s", why);
     exec_finish(e);
 }
 

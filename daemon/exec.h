@@ -6,6 +6,9 @@
  *
  *   QUEUED -> STARTING -> RUNNING <-> WAIT_TOOL -> FINISHING -> DONE
  *
+ * timeout_ms runs from STARTING on: the wait for a worker counts, so an
+ * execution whose worker never comes is still answered (`timeout`).
+ *
  * Contract:
  *  - An execution created by exec_new() gets exactly one answer on its
  *    connection (result or error) unless the connection goes away first.
@@ -115,6 +118,11 @@ void exec_detach_all(struct conn *c);
 /* Free an execution that never left QUEUED and was never queued (answered
  * busy by the caller); logs its line with outcome=busy. */
 void exec_drop(struct exec *e);
+/* Answer an execution that has no worker yet (QUEUED, never queued, or
+ * STARTING) with internal_error "workers cannot be started: why",
+ * data.reason "workers cannot be started" and data.retry_after_ms (when the
+ * daemon tries again); it leaves the scheduler's lists and is freed. */
+void exec_no_worker(struct exec *e, const char *why, double retry_s);
 /* Answer an execution that was never queued with error `kind` (data stolen,
  * may be NULL; output and output_truncated are added), log its outcome and
  * free it: the daemon is stopping, or workers cannot be started. */

@@ -337,6 +337,7 @@ int main(int argc, char **argv)
     list_init(&s->workers);
     list_init(&s->conns);
     list_init(&s->doomed);
+    sched_init(s);
     /* SIGCHLD is watched before the zygote exists, so no exit is missed. */
     signal_watch(s, &s->sig_chld, sigchld_cb, SIGCHLD);
     signal_watch(s, &s->sig_term, stop_cb, SIGTERM);

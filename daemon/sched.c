@@ -5,7 +5,10 @@
 #include "daemon/sched.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -81,8 +84,174 @@ static struct exec *rr_pop(struct sup *s)
     return e;
 }
 
+/* ------------------------------------------------------------------ */
+/* the warm pool: only live, running workers get a job                 */
+
+/* Is pooled worker w fit for a job?  Not if it has exited (its reap may
+ * not have run yet) or is stopped (SIGSTOP, SIGTSTP, a tracer): its
+ * execution would wait for nothing until the deadline.  waitid() with
+ * WNOWAIT asks the kernel about the child without reaping it or taking its
+ * stop report; the state in /proc/PID/stat also covers a tracing stop that
+ * the parent is not told about. */
+static int worker_usable(const struct wproc *w)
+{
+    siginfo_t si;
+    char path[32], buf[512], *p;
+    ssize_t n;
+    int fd;
+
+#if defined(MUTATE_POOL_LIVENESS)
+    return 1;       /* test-only mutant (tests/mutation): every pooled worker is taken */
+#endif
+    if (w->killed)
+        return 0;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)w->pid, &si, WEXITED | WSTOPPED | WNOHANG | WNOWAIT) == 0 &&
+        si.si_pid == w->pid)
+        return 0;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)w->pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return 1;       /* no /proc: waitid's answer is all there is */
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 1;
+    buf[n] = '\0';
+    if (!(p = strrchr(buf, ')')) || p[1] != ' ')
+        return 1;
+    return !strchr("TtZXx", p[2]);
+}
+
+/* Take w out of the pool for good: it is killed, its reap follows. */
+static void pool_discard(struct sup *s, struct wproc *w, const char *why)
+{
+    list_del(&w->pool_node);
+    sup_count_down(&s->n_idle, "n_idle");
+    log_warn("pooled worker %d %s; replacing it", (int)w->pid, why);
+    wproc_kill(w);
+}
+
+/* Every POOL_CHECK_INTERVAL while the pool holds workers: a stopped or
+ * dead one is found within that time even when no job comes. */
+static void pool_check_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    struct sup *s = t->data;
+    struct list_head *pos, *tmp;
+    int replaced = 0;
+    (void)revents;
+
+    list_for_each_safe(pos, tmp, &s->idle) {
+        struct wproc *w = list_entry(pos, struct wproc, pool_node);
+        if (!worker_usable(w)) {
+            pool_discard(s, w, "is stopped or dead");
+            replaced = 1;
+        }
+    }
+    if (list_empty(&s->idle))
+        ev_timer_stop(loop, t);
+    if (replaced)
+        sched_pump(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* the supply of workers: back-off after failures                      */
+
+/* Delay before the next attempt after n failures in a row: the first
+ * retry is immediate, then 50 ms doubling up to SUPPLY_BACKOFF_MAX. */
+static double supply_backoff(unsigned n)
+{
+    double d = SUPPLY_BACKOFF_MIN;
+
+    if (n <= 1)
+        return 0;
+    for (unsigned i = 2; i < n && d < SUPPLY_BACKOFF_MAX; i++)
+        d *= 2;
+    return d < SUPPLY_BACKOFF_MAX ? d : SUPPLY_BACKOFF_MAX;
+}
+
+static void supply_timer_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    struct sup *s = t->data;
+    (void)loop; (void)revents;
+
+    if (s->stopping)
+        return;
+    if (s->zygote_pid <= 0 && zygote_start(s) < 0) {
+        sched_supply_failed(s, "could not start the zygote");
+        return;
+    }
+    sched_pump(s);
+}
+
+/* Workers cannot be had now: the answer for executions that wait for one. */
+static int supply_down(const struct sup *s)
+{
+    return s->supply_fails >= SUPPLY_FAIL_LIMIT;
+}
+
+static void fail_waiting(struct sup *s)
+{
+    double retry = s->supply_hold - ev_now(s->loop);
+
+    while (s->n_starting > s->pending + s->n_idle && !list_empty(&s->starting)) {
+        struct exec *e = list_entry(s->starting.prev, struct exec, q_node);
+        exec_no_worker(e, s->supply_why, retry > 0 ? retry : 0);
+    }
+}
+
+void sched_supply_failed(struct sup *s, const char *fmt, ...)
+{
+    va_list ap;
+    double delay;
+
+    va_start(ap, fmt);
+    vsnprintf(s->supply_why, sizeof s->supply_why, fmt, ap);
+    va_end(ap);
+    if (s->supply_fails < UINT_MAX)
+        s->supply_fails++;
+    delay = supply_backoff(s->supply_fails);
+#if defined(MUTATE_SUPPLY_BACKOFF)
+    delay = 0;      /* test-only mutant (tests/mutation): retry at once, forever */
+#endif
+    s->supply_hold = ev_now(s->loop) + delay;
+    log_err("%s; next attempt in %.0f ms (%u failures in a row)", s->supply_why, delay * 1e3,
+            s->supply_fails);
+    if (supply_down(s))
+        fail_waiting(s);
+    if (s->stopping)
+        return;
+    ev_timer_stop(s->loop, &s->supply_timer);
+    ev_timer_set(&s->supply_timer, delay, 0.);
+    ev_timer_start(s->loop, &s->supply_timer);
+}
+
+static void supply_ok(struct sup *s)
+{
+    if (s->supply_fails == 0)
+        return;
+    log_notice("workers start again (after %u failures in a row)", s->supply_fails);
+    s->supply_fails = 0;
+    s->supply_hold = 0;
+    ev_timer_stop(s->loop, &s->supply_timer);
+}
+
+void sched_init(struct sup *s)
+{
+    ev_timer_init(&s->supply_timer, supply_timer_cb, 0., 0.);
+    s->supply_timer.data = s;
+    ev_timer_init(&s->pool_check, pool_check_cb, POOL_CHECK_INTERVAL, POOL_CHECK_INTERVAL);
+    s->pool_check.data = s;
+}
+
+/* Ask the zygote for up to n workers.  Nothing is asked during a back-off;
+ * after one, a single request probes the supply before more are sent. */
 static void spawn(struct sup *s, unsigned n)
 {
+    if (s->supply_fails > 0) {
+        if (ev_now(s->loop) < s->supply_hold || s->pending > 0)
+            return;
+        n = n > 0 ? 1 : 0;
+    }
     while (n-- > 0 && s->procs < s->cfg.max_workers) {
         if (zygote_request(s) < 0)
             break;
@@ -101,6 +270,10 @@ void sched_pump(struct sup *s)
             struct exec *e = list_first(&s->starting, struct exec, q_node);
             struct wproc *w = list_first(&s->idle, struct wproc, pool_node);
             struct exec_evdata d = { .w = w };
+            if (!worker_usable(w)) {
+                pool_discard(s, w, "is stopped or dead");
+                continue;
+            }
             list_del(&w->pool_node);
             sup_count_down(&s->n_idle, "n_idle");
             exec_event(e, XE_WORKER, &d);
@@ -132,9 +305,14 @@ void sched_pump(struct sup *s)
 void sched_submit(struct exec *e)
 {
     struct sup *s = e->sup;
+    double retry = s->supply_hold - ev_now(s->loop);
 
     if (s->stopping) {          /* refused at once, never queued */
         exec_refuse(e, "cancelled", NULL, "the daemon is shutting down");
+        return;
+    }
+    if (supply_down(s) && retry > 0) {  /* until the next attempt, at once */
+        exec_no_worker(e, s->supply_why, retry);
         return;
     }
     if (s->queued == 0 && has_capacity(s)) {
@@ -153,17 +331,17 @@ void sched_submit(struct exec *e)
     sched_pump(s);
 }
 
-void sched_worker_arrived(struct sup *s, pid_t pid, int fd)
+void sched_worker_arrived(struct sup *s, pid_t pid, int fd, int err)
 {
     struct wproc *w;
     unsigned i;
 
-    if (s->pending > 0)
-        s->pending--;
+    sup_count_down(&s->pending, "pending");
     if (fd < 0) {
-        s->procs--;
-        log_err("the zygote could not start a worker");
-        sched_spawns_lost(s);
+        sup_count_down(&s->procs, "procs");
+        sched_supply_failed(s, "the zygote could not start a worker: %s",
+                            err > 0 ? strerror(err) : "no channel received");
+        sched_pump(s);
         return;
     }
     /* It may have died before its hand-over was read. */
@@ -171,33 +349,29 @@ void sched_worker_arrived(struct sup *s, pid_t pid, int fd)
         if (s->reaped_unknown[i] == pid) {
             s->reaped_unknown[i] = 0;
             close(fd);
-            s->procs--;
-            log_warn("worker %d died during set-up (status 0x%x)", (int)pid,
-                     s->reaped_status[i]);
+            sup_count_down(&s->procs, "procs");
+            sched_supply_failed(s, "worker %d died during set-up (status 0x%x)", (int)pid,
+                                s->reaped_status[i]);
             sched_pump(s);
             return;
         }
     }
     if (!(w = wproc_new(s, pid, fd))) {
+        /* never a wproc, so its reap will not count it down: do it now */
         kill(pid, SIGKILL);
         close(fd);
-        /* procs stays counted until the reap finds no wproc for it */
+        sup_count_down(&s->procs, "procs");
+        sched_supply_failed(s, "out of memory for worker %d", (int)pid);
+        sched_pump(s);
         return;
     }
+    supply_ok(s);
     list_add_tail(&s->idle, &w->pool_node);
     s->n_idle++;
     s->workers_started++;
+    if (!ev_is_active(&s->pool_check))
+        ev_timer_again(s->loop, &s->pool_check);
     sched_pump(s);
-}
-
-/* Fail executions that wait for workers which will not come, when nothing
- * else can serve them. */
-void sched_spawns_lost(struct sup *s)
-{
-    while (s->n_starting > s->pending + s->n_idle && !list_empty(&s->starting)) {
-        struct exec *e = list_entry(s->starting.prev, struct exec, q_node);
-        exec_abort(e, "no worker could be started");
-    }
 }
 
 void sched_reap(struct sup *s)

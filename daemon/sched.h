@@ -11,6 +11,9 @@
  *    change, never ahead of executions that wait for a worker.
  *  - sched_pump() is idempotent: call it after anything that frees or
  *    delivers a worker.
+ *  - A pooled worker is handed a job only if it is alive and not stopped
+ *    (checked at the hand-over, and every POOL_CHECK_INTERVAL for the whole
+ *    pool); one that is not is killed and replaced.
  */
 #ifndef SANDBOXD_SCHED_H
 #define SANDBOXD_SCHED_H
@@ -23,11 +26,26 @@ struct exec;
 void sched_submit(struct exec *e);
 void sched_unqueue(struct exec *e);
 void sched_pump(struct sup *s);
-/* The zygote handed over a worker (fd >= 0), or failed to make one (fd < 0). */
-void sched_worker_arrived(struct sup *s, pid_t pid, int fd);
+/* Set up the scheduler's timers (once, before the loop runs). */
+void sched_init(struct sup *s);
+/* The zygote handed over a worker (fd >= 0), or failed to make one (fd < 0;
+ * err the errno it reported, 0 if none). */
+void sched_worker_arrived(struct sup *s, pid_t pid, int fd, int err);
 /* SIGCHLD: reap every exited child without blocking. */
 void sched_reap(struct sup *s);
-/* Spawn requests that will never be answered (the zygote died). */
-void sched_spawns_lost(struct sup *s);
+/* A worker could not be had (the zygote died or could not start, a spawn
+ * failed, a worker died in set-up): log why, and hold spawn requests (and
+ * the zygote's restart) for a back-off that doubles with each failure in a
+ * row (0, then 50 ms ... SUPPLY_BACKOFF_MAX); it keeps retrying.  From
+ * SUPPLY_FAIL_LIMIT failures in a row, executions waiting for a worker that
+ * none pending can serve, and new ones until the next attempt, are answered
+ * internal_error (exec_no_worker).  A worker handed over ends the streak. */
+void sched_supply_failed(struct sup *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#define SUPPLY_FAIL_LIMIT   3
+#define SUPPLY_BACKOFF_MIN  0.05    /* s */
+#define SUPPLY_BACKOFF_MAX  5.0     /* s */
+#define POOL_CHECK_INTERVAL 1.0     /* s: a stopped pooled worker is found within this */
 
 #endif

@@ -52,8 +52,16 @@ struct sup {
     pid_t    zygote_pid;
     int      zygote_fd;
     ev_io    zygote_io;
-    unsigned zygote_restarts;
     ev_tstamp zygote_started;
+    ev_tstamp zygote_progress;    /* last hand-over, or the first unanswered request */
+    ev_timer zygote_watch;        /* a zygote that answers no request is killed */
+
+    /* the supply of workers (sched.c, sched_supply_failed) */
+    unsigned supply_fails;        /* failures to get a worker in a row; 0: healthy */
+    ev_tstamp supply_hold;        /* no spawn request (or zygote start) before this */
+    ev_timer supply_timer;        /* fires at supply_hold */
+    char     supply_why[160];     /* the last failure, for logs and answers */
+    ev_timer pool_check;          /* the warm pool's liveness check */
 
     /* scheduling (see header comment) */
     unsigned procs, pending, queued;

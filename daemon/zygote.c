@@ -46,6 +46,8 @@ extern char **environ;
 /* ------------------------------------------------------------------ */
 /* supervisor side                                                     */
 
+static void zygote_watch_cb(struct ev_loop *loop, ev_timer *t, int revents);
+
 static void zygote_io_cb(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)loop; (void)revents;
@@ -398,11 +400,32 @@ int zygote_start(struct sup *s)
     s->zygote_pid = pid;
     s->zygote_fd = sv[0];
     s->zygote_started = ev_time();
+    ev_timer_init(&s->zygote_watch, zygote_watch_cb, 0., 1.);
+    s->zygote_watch.data = s;
     ev_io_init(&s->zygote_io, zygote_io_cb, sv[0], EV_READ);
     s->zygote_io.data = s;
     ev_io_start(s->loop, &s->zygote_io);
     log_debug("zygote %d started", (int)pid);
     return 0;
+}
+
+/* A zygote that leaves requests unanswered for ZYGOTE_STALL_S (stopped,
+ * or stuck) is killed; its reap restarts it under the supply back-off. */
+static void zygote_watch_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    struct sup *s = t->data;
+    (void)revents;
+
+    if (s->pending == 0 || s->zygote_pid <= 0) {
+        ev_timer_stop(loop, t);
+        return;
+    }
+    if (ev_now(loop) - s->zygote_progress < ZYGOTE_STALL_S)
+        return;
+    log_err("zygote %d answered no spawn request for %.0f s; killing it", (int)s->zygote_pid,
+            ev_now(loop) - s->zygote_progress);
+    kill(s->zygote_pid, SIGKILL);
+    ev_timer_stop(loop, t);
 }
 
 int zygote_request(struct sup *s)
@@ -411,7 +434,13 @@ int zygote_request(struct sup *s)
 
     if (s->zygote_fd < 0)
         return -1;
-    return send(s->zygote_fd, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 ? 0 : -1;
+    if (send(s->zygote_fd, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
+        return -1;
+    if (s->pending == 0)
+        s->zygote_progress = ev_now(s->loop);
+    if (!ev_is_active(&s->zygote_watch))
+        ev_timer_again(s->loop, &s->zygote_watch);
+    return 0;
 }
 
 void zygote_poll(struct sup *s)
@@ -436,18 +465,24 @@ void zygote_poll(struct sup *s)
                 ev_io_stop(s->loop, &s->zygote_io);   /* dying; the reap follows */
             return;
         }
+        s->zygote_progress = ev_now(s->loop);
         cm = CMSG_FIRSTHDR(&mh);
         if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
             cm->cmsg_len == CMSG_LEN(sizeof(int)))
             memcpy(&fd, CMSG_DATA(cm), sizeof fd);
         if (n != (ssize_t)sizeof m || m.err != 0 || m.pid <= 0 || fd < 0) {
+            /* MSG_CTRUNC: the channel did not fit, the supervisor is out of
+             * descriptors (the worker, its peer gone, exits; its reap is
+             * an unknown pid) */
+            int err = n != (ssize_t)sizeof m ? EPROTO : m.err > 0 ? m.err :
+                      (mh.msg_flags & MSG_CTRUNC) ? EMFILE : 0;
             if (fd >= 0)
                 close(fd);
-            sched_worker_arrived(s, n == (ssize_t)sizeof m ? m.pid : 0, -1);
+            sched_worker_arrived(s, n == (ssize_t)sizeof m ? m.pid : 0, -1, err);
             continue;
         }
         fcntl(fd, F_SETFL, O_NONBLOCK);
-        sched_worker_arrived(s, m.pid, fd);
+        sched_worker_arrived(s, m.pid, fd, 0);
     }
 }
 
@@ -462,24 +497,25 @@ static void zygote_close(struct sup *s)
 
 void zygote_died(struct sup *s, int status)
 {
-    ev_tstamp now = ev_time();
-
+    zygote_poll(s);             /* hand-overs it sent before dying still count */
     zygote_close(s);
+    ev_timer_stop(s->loop, &s->zygote_watch);
     s->zygote_pid = 0;
-    s->procs -= s->pending;
+    s->procs = s->procs > s->pending ? s->procs - s->pending : 0;
     s->pending = 0;
     if (s->stopping)
         return;
-    log_err("zygote died (status 0x%x); restarting it", status);
+    if (WIFSIGNALED(status))
+        sched_supply_failed(s, "the zygote died (signal %d, %s)", WTERMSIG(status),
+                            strsignal(WTERMSIG(status)));
+    else
+        sched_supply_failed(s, "the zygote died (exit status %d)",
+                            WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     metrics_zygote_restart();
-    if (now - s->zygote_started > 60)
-        s->zygote_restarts = 0;
-    if (++s->zygote_restarts > ZYGOTE_MAX_RESTARTS || zygote_start(s) < 0) {
-        log_err("zygote keeps failing; executions cannot start until it recovers");
-        sched_spawns_lost(s);
-        if (s->zygote_restarts > ZYGOTE_MAX_RESTARTS && now - s->zygote_started > 1)
-            s->zygote_restarts = ZYGOTE_MAX_RESTARTS;   /* try again on the next death */
-    }
+    /* the first death in a row is restarted at once; later ones when the
+     * back-off ends (the supply timer starts it) */
+    if (s->supply_fails <= 1 && zygote_start(s) < 0)
+        sched_supply_failed(s, "could not start the zygote");
 }
 
 void zygote_stop(struct sup *s)

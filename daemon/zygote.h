@@ -16,9 +16,12 @@
  *    blocking (-1 if the request cannot be queued now).
  *  - zygote_poll() reads every hand-over available now and passes each to
  *    sched_worker_arrived().
- *  - zygote_died() is called by the reaper; it forgets unanswered requests
- *    and starts a new zygote unless the daemon is stopping or the zygote
- *    keeps dying (more than ZYGOTE_MAX_RESTARTS within a minute).
+ *  - zygote_died() is called by the reaper; it takes the hand-overs already
+ *    sent, forgets unanswered requests, and counts a failure of the worker
+ *    supply (sched_supply_failed): the first death in a row is restarted at
+ *    once, later ones after the supply back-off, which keeps retrying.
+ *  - A zygote that answers no spawn request for ZYGOTE_STALL_S (stopped or
+ *    stuck) is killed, and so restarted.
  *  - zygote_stop() ends it (closing the socket is enough; it is also killed).
  */
 #ifndef SANDBOXD_ZYGOTE_H
@@ -26,7 +29,7 @@
 
 struct sup;
 
-#define ZYGOTE_MAX_RESTARTS 5
+#define ZYGOTE_STALL_S 5.0
 
 int  zygote_start(struct sup *s);
 int  zygote_request(struct sup *s);

@@ -11,7 +11,8 @@ Fixtures:
                   still be alive and answer ping on a new connection
   daemon_factory  function-scoped factory: daemon_factory(daemon={...},
                   defaults={...}, ceilings={...}) starts a daemon with those config
-                  values over the defaults (stopped and checked at teardown)
+                  values over the defaults (stopped and checked at teardown);
+                  rlimits={resource.RLIMIT_X: (soft, hard)} starts it under them
   sandboxd_bin, sandboxctl_bin, scale
 
 A daemon started as another user (run_as) runs a copy of SANDBOXD_BIN in a
@@ -147,9 +148,10 @@ class Daemon:
     """One sandboxd process on a private socket."""
 
     def __init__(self, config=None, config_text=None, extra_args=(), check_stop=True,
-                 run_as=None):
+                 run_as=None, rlimits=None):
         self.tmpdir = tempfile.mkdtemp(prefix="sbxd-", dir="/tmp")
         self.run_as = run_as        # (uid, gid): start the daemon under them (needs root)
+        self.rlimits = rlimits or {}    # {resource.RLIMIT_X: (soft, hard)} for the daemon
         if run_as:
             os.chown(self.tmpdir, run_as[0], run_as[1])
             os.chmod(self.tmpdir, 0o755)
@@ -178,7 +180,8 @@ class Daemon:
         self.proc = subprocess.Popen(
             [binary, "-c", self.config_path, "-s", self.socket_path] + self.extra_args,
             stdin=subprocess.DEVNULL, stdout=self._err, stderr=self._err,
-            start_new_session=True, **ids)
+            start_new_session=True, preexec_fn=self._set_rlimits if self.rlimits else None,
+            **ids)
         deadline = time.monotonic() + ready_timeout
         while True:
             rc = self.proc.poll()
@@ -198,6 +201,11 @@ class Daemon:
                 pytest.fail("sandboxd did not accept on %s within %.0fs; stderr:\n%s" %
                             (self.socket_path, ready_timeout, self.stderr))
             time.sleep(0.02)
+
+    def _set_rlimits(self):
+        import resource
+        for res, lim in self.rlimits.items():
+            resource.setrlimit(res, lim)
 
     @property
     def pid(self):
@@ -394,9 +402,9 @@ def daemon_factory():
     started = []
 
     def make(config_text=None, extra_args=(), check_stop=True, start=True, run_as=None,
-             **sections):
+             rlimits=None, **sections):
         d = Daemon(config=merge_config(**sections), config_text=config_text,
-                   extra_args=extra_args, check_stop=check_stop, run_as=run_as)
+                   extra_args=extra_args, check_stop=check_stop, run_as=run_as, rlimits=rlimits)
         started.append(d)
         if start:
             d.start()

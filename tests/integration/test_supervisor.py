@@ -166,3 +166,155 @@ def test_output_printed_before_a_verdict_is_kept(daemon_factory, verdict):
     assert r.kind == ("timeout" if verdict == "timeout" else "cancelled"), r
     assert r.data["output"] == "printed before the end\n", r
     d.assert_no_leftovers()
+
+
+# ------------------------------------------------------------------ the supply of workers
+
+def wait_zygote(d, old=None, timeout=10.0 * SCALE):
+    deadline = time.monotonic() + timeout
+    while True:
+        zs = [z[0] for z in d.zygotes() if z[2] != "Z" and z[0] != old]
+        if zs:
+            return zs[0]
+        assert time.monotonic() < deadline, "no zygote came back: %r\n%s" % (
+            d.children(), d.stderr[-2000:])
+        time.sleep(0.02)
+
+
+def no_worker_error(r):
+    return (r.kind == "internal_error" and r.data.get("reason") == "workers cannot be started"
+            and isinstance(r.data.get("retry_after_ms"), int))
+
+
+def test_zygote_that_keeps_dying_is_restarted_with_backoff(daemon_factory):
+    """The zygote killed eight times in a row, never delivering a worker:
+    it is restarted each time (after a growing, logged back-off), an
+    execution meanwhile gets a clear internal_error at once instead of
+    hanging, and once a zygote delivers again executions work."""
+    d = daemon_factory()
+    c = d.client()
+    z = wait_zygote(d)
+    for _ in range(8):
+        os.kill(z, signal.SIGKILL)
+        if _ < 7:
+            z = wait_zygote(d, old=z)
+    d.wait_log(r"the zygote died \(signal 9[^\n]*next attempt in [1-9]\d* ms \(8 failures")
+    t0 = time.monotonic()
+    r = c.execute("return 1", timeout=5 * SCALE)
+    assert no_worker_error(r), r
+    assert "workers cannot be started" in r.message, r
+    assert time.monotonic() - t0 < 1.0 * SCALE, "the error was not given at once"
+    deadline = time.monotonic() + 15 * SCALE
+    while True:
+        r = c.execute("return 'back'", timeout=10 * SCALE)
+        if r.ok:
+            break
+        assert no_worker_error(r), r
+        assert time.monotonic() < deadline, "executions never worked again: %r" % r
+        time.sleep(0.2)
+    assert r.result["value"] == "back"
+    d.wait_log("workers start again")
+    wait_zygote(d)
+    d.assert_no_leftovers()
+
+
+def test_execution_waiting_for_a_worker_has_a_clock(daemon_factory):
+    """An execution admitted while the zygote is stopped (it answers no
+    spawn request) is answered `timeout` when its timeout_ms passes; the
+    stuck zygote is killed and replaced, and executions work again."""
+    d = daemon_factory()
+    c = d.client()
+    z = wait_zygote(d)
+    os.kill(z, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        r = c.execute("return 1", timeout_ms=500, timeout=10 * SCALE)
+        assert r.kind == "timeout" and r.data.get("reason") == "waiting for a worker", r
+        assert 0.4 < time.monotonic() - t0 < 3 * SCALE
+        d.wait_log(r"zygote %d answered no spawn request" % z, timeout=10 * SCALE)
+    finally:
+        try:
+            os.kill(z, signal.SIGCONT)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 10 * SCALE
+    while True:
+        r = c.execute("return 2", timeout=10 * SCALE)
+        if r.ok:
+            break
+        assert no_worker_error(r) or r.kind == "timeout", r
+        assert time.monotonic() < deadline, r
+    assert wait_zygote(d) != z
+    d.assert_no_leftovers()
+
+
+def test_out_of_descriptors_no_spawn_storm(daemon_factory):
+    """A daemon under RLIMIT_NOFILE 64 whose descriptors are all taken by
+    client connections cannot receive a worker's channel.  It backs off
+    (a bounded number of attempts and log lines, not thousands a second),
+    and executions that cannot get a worker are answered internal_error
+    ("workers cannot be started"), never `cancelled`, and never hang."""
+    import resource
+    d = daemon_factory(daemon={"pool_size": 2, "max_connections": 1000},
+                       rlimits={resource.RLIMIT_NOFILE: (64, 64)})
+    c = d.client()
+    c.ping()
+    d.wait_for_workers(2)
+    used = len(os.listdir("/proc/%d/fd" % d.pid))
+    extra = [d.client(timeout=2) for _ in range(64 - used + 4)]
+    for x in extra[:64 - used - 2]:
+        x.ping()                    # accepted: the descriptors are gone
+    t0 = time.monotonic()
+    kinds = []
+    while time.monotonic() - t0 < 3 * SCALE:
+        r = c.execute("return 1", timeout=10 * SCALE)
+        kinds.append("ok" if r.ok else r.kind)
+        assert r.ok or no_worker_error(r), r
+    lines = len([l for l in d.stderr.splitlines() if "could not start a worker" in l])
+    assert "internal_error" in kinds, kinds
+    assert lines <= 30, "%d spawn failure lines in 3 s:\n%s" % (lines, d.stderr[-2000:])
+    for x in extra:
+        x.close()
+    deadline = time.monotonic() + 15 * SCALE
+    while not c.execute("return 1", timeout=10 * SCALE).ok:
+        assert time.monotonic() < deadline, "executions never worked again"
+        time.sleep(0.2)
+
+
+# ------------------------------------------------------------------ the warm pool's liveness
+
+def stop_and_wait(pids, timeout=3.0 * SCALE):
+    """SIGSTOP each pid and wait until the kernel shows it stopped."""
+    for p in pids:
+        os.kill(p, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout
+    while not all((read_proc_stat(p) or ("", "T"))[1] == "T" for p in pids):
+        assert time.monotonic() < deadline, [read_proc_stat(p) for p in pids]
+        time.sleep(0.005)
+
+
+def test_stopped_pool_workers_are_never_handed_a_job(daemon_factory):
+    """Both pooled workers SIGSTOPped: the next execution does not wait for
+    them until its timeout; they are killed and replaced."""
+    d = daemon_factory(daemon={"pool_size": 2})
+    c = d.client()
+    c.ping()
+    pool = d.wait_for_workers(2)
+    stop_and_wait(pool)
+    r = c.execute("return 'fresh'", timeout_ms=3000 * SCALE, timeout=10 * SCALE)
+    assert r.ok and r.result["value"] == "fresh", r
+    wait_gone(pool)
+    d.wait_log(r"pooled worker (%d|%d) is stopped or dead; replacing it" % tuple(pool))
+    d.assert_no_leftovers(allowed_idle=2)
+
+
+def test_stopped_pool_worker_is_replaced_without_a_job(daemon_factory):
+    """A pooled worker stopped while no job comes is found by the periodic
+    check (within POOL_CHECK_INTERVAL, 1 s) and replaced."""
+    d = daemon_factory(daemon={"pool_size": 2})
+    d.client().ping()
+    pool = d.wait_for_workers(2)
+    stop_and_wait(pool[:1])
+    wait_gone([pool[0]], timeout=3.0 * SCALE)
+    fresh = d.wait_for_workers(2)
+    assert pool[0] not in fresh and pool[1] in fresh, (pool, fresh)
