@@ -346,7 +346,13 @@ static void exec_run(struct exec *e, struct wproc *w)
     json_decref(e->job);
     e->job = NULL;
     e->state = ST_RUNNING;
-    /* the deadline runs since XE_START: the wait for a worker counts */
+    /* the wait for a worker had its own timeout_ms (XE_START); the job gets
+     * the whole of it from now */
+    if (e->lim.timeout_ms != LIMIT_INF) {
+        ev_timer_stop(s->loop, &e->deadline);
+        ev_timer_set(&e->deadline, (double)e->lim.timeout_ms / 1e3, 0.);
+        ev_timer_start(s->loop, &e->deadline);
+    }
     if (e->lim.cpu_ms != LIMIT_INF) {
         ev_timer_set(&e->cpu_timer, (double)e->lim.cpu_ms / 1e3, 0.);
         ev_timer_start(s->loop, &e->cpu_timer);

@@ -6,8 +6,9 @@
  *
  *   QUEUED -> STARTING -> RUNNING <-> WAIT_TOOL -> FINISHING -> DONE
  *
- * timeout_ms runs from STARTING on: the wait for a worker counts, so an
- * execution whose worker never comes is still answered (`timeout`).
+ * timeout_ms bounds the wait for a worker (STARTING: an execution whose
+ * worker never comes is still answered, `timeout`), and then the run, from
+ * the moment the job is sent (RUNNING).
  *
  * Contract:
  *  - An execution created by exec_new() gets exactly one answer on its
