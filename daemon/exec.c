@@ -51,6 +51,7 @@ static const unsigned accepts[ST_DONE + 1] = {
                      BIT(XE_BAD) | BIT(XE_TIMEOUT) | BIT(XE_CPU) | BIT(XE_CANCEL) |
                      BIT(XE_DISCONNECT) | BIT(XE_EXIT),
     [ST_WAIT_TOOL] = BIT(XE_TOOL_OK) | BIT(XE_TOOL_ERR) | BIT(XE_TOOL_ABORT) | BIT(XE_BAD) |
+                     BIT(XE_OUTPUT) | BIT(XE_TOOL_CALL) | BIT(XE_ERROR) |
                      BIT(XE_TIMEOUT) | BIT(XE_CPU) | BIT(XE_CANCEL) | BIT(XE_DISCONNECT) |
                      BIT(XE_EXIT),
     [ST_FINISHING] = BIT(XE_EXIT) | BIT(XE_DISCONNECT) | BIT(XE_CANCEL),
@@ -271,7 +272,7 @@ static void exec_stop_timers(struct exec *e)
 static void exec_finish(struct exec *e)
 {
     exec_stop_timers(e);
-    e->tool_id[0] = '\0';
+    e->n_pending = 0;
     if (e->w) {
         e->cpu_us_seen = worker_cpu_us(e);
         wproc_kill(e->w);
@@ -297,6 +298,7 @@ static void exec_free(struct exec *e)
     json_decref(e->job);
     json_decref(e->tools);
     free(e->output);
+    free(e->pending);
     free(e);
 }
 
@@ -420,6 +422,7 @@ static void on_tool_call(struct exec *e, const struct exec_evdata *d)
     const json_t *tool = NULL, *fn, *args = json_object_get(d->json, "args");
     const char *tname = rpc_cstring(json_object_get(d->json, "tool"));
     const char *fname = rpc_cstring(json_object_get(d->json, "function"));
+    struct exec_call *pc;
     json_t *id, *req;
 
     if (e->op != OP_EXECUTE || !tname || !fname || !json_is_array(args) ||
@@ -439,12 +442,18 @@ static void on_tool_call(struct exec *e, const struct exec_evdata *d)
         return;
     }
 #endif
+    if (e->n_pending >= e->max_pending) {
+        wproc_violation(e->w, "more tool calls outstanding than max_parallel_calls");
+        return;
+    }
     e->tool_calls++;
+    e->call_seq++;
     stream_flush(e, 0);         /* what was printed before the call comes first */
     metrics_tool_call();
-    snprintf(e->tool_id, sizeof e->tool_id, "sbx-%llu-%u", (unsigned long long)e->seq,
-             e->tool_calls);
-    id = json_string(e->tool_id);
+    pc = &e->pending[e->n_pending++];
+    pc->call = e->call_seq;
+    snprintf(pc->id, sizeof pc->id, "sbx-%llu-%u", (unsigned long long)e->seq, e->call_seq);
+    id = json_string(pc->id);
     req = rpc_request_new(id, "tool/call",
                           json_pack("{s:O,s:s,s:O,s:s,s:O}", "execution_id", e->req_id,
                                     "tool", tname, "module", json_object_get(tool, "module"),
@@ -659,17 +668,19 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
     }
     case XE_TOOL_OK:
     case XE_TOOL_ERR: {
+        json_int_t call = (json_int_t)e->pending[d->call].call;
         json_t *ans = ev == XE_TOOL_OK ?
-            json_pack("{s:b,s:O}", "ok", 1, "value", d->json) :
-            json_pack("{s:b,s:s}", "ok", 0, "message", d->why);
+            json_pack("{s:I,s:b,s:O}", "call", call, "ok", 1, "value", d->json) :
+            json_pack("{s:I,s:b,s:s}", "call", call, "ok", 0, "message", d->why);
         int rc = ans ? wproc_send_json(e->w, CHAN_TOOL_RESULT, ans) : -1;
 
-        e->tool_id[0] = '\0';
-        e->state = ST_RUNNING;
+        e->pending[d->call] = e->pending[--e->n_pending];
+        if (e->n_pending == 0)
+            e->state = ST_RUNNING;
         if (rc == -2) {     /* a tool error the chunk can catch, not a dead worker */
             json_decref(ans);
-            ans = json_pack("{s:b,s:s}", "ok", 0, "message", "the tool's answer is larger "
-                            "than a worker accepts once encoded");
+            ans = json_pack("{s:I,s:b,s:s}", "call", call, "ok", 0, "message", "the tool's "
+                            "answer is larger than a worker accepts once encoded");
             rc = ans ? wproc_send_json(e->w, CHAN_TOOL_RESULT, ans) : -1;
         }
         if (rc < 0) {
@@ -735,13 +746,19 @@ struct exec *exec_new(struct conn *c, enum exec_op op, json_t *id, json_t *job, 
                       const struct limits *lim)
 {
     struct sup *s = c->sup;
+    unsigned max_pending = s->cfg.max_parallel_calls ? s->cfg.max_parallel_calls : 1;
     struct exec *e = calloc(1, sizeof *e);
+    struct exec_call *pending = calloc(max_pending, sizeof *pending);
 
-    if (!e) {
+    if (!e || !pending) {
+        free(e);
+        free(pending);
         json_decref(job);
         json_decref(tools);
         return NULL;
     }
+    e->pending = pending;
+    e->max_pending = max_pending;
     e->sup = s;
     e->conn = c;
     e->seq = ++s->next_exec_seq;
@@ -782,9 +799,15 @@ int exec_tool_response(struct conn *c, const json_t *id, const json_t *result,
     list_for_each_safe(pos, tmp, &c->execs) {
         struct exec *e = list_entry(pos, struct exec, conn_node);
         struct exec_evdata d = { 0 };
-        if (!sid || e->state != ST_WAIT_TOOL ||
-            !rpc_string_is(id, e->tool_id, strlen(e->tool_id)))
+        unsigned i;
+        if (!sid || e->state != ST_WAIT_TOOL)
             continue;
+        for (i = 0; i < e->n_pending; i++)
+            if (rpc_string_is(id, e->pending[i].id, strlen(e->pending[i].id)))
+                break;
+        if (i == e->n_pending)
+            continue;
+        d.call = i;
         if (result) {
             d.json = result;
             exec_event(e, XE_TOOL_OK, &d);

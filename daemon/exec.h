@@ -10,6 +10,11 @@
  * worker never comes is still answered, `timeout`), and then the run, from
  * the moment the job is sent (RUNNING).
  *
+ * WAIT_TOOL: at least one tool/call is outstanding.  Under parallel() the
+ * worker keeps running there (output, further tool calls, up to
+ * max_parallel_calls outstanding); it ends from RUNNING, or from
+ * WAIT_TOOL with an ERROR frame (a limit hit while calls are outstanding).
+ *
  * Contract:
  *  - An execution created by exec_new() gets exactly one answer on its
  *    connection (result or error) unless the connection goes away first.
@@ -48,8 +53,8 @@ enum exec_ev {
     XE_RESULT,      /* CHAN_RESULT (d->json) */
     XE_ERROR,       /* CHAN_ERROR (d->json) */
     XE_BAD,         /* protocol violation by the worker (d->why) */
-    XE_TOOL_OK,     /* client answered the tool call (d->json = result) */
-    XE_TOOL_ERR,    /* client answered with an error (d->json, d->why = message) */
+    XE_TOOL_OK,     /* client answered tool call d->call (d->json = result) */
+    XE_TOOL_ERR,    /* ... with an error (d->json, d->why = message) */
     XE_TOOL_ABORT,  /* ... with data.abort = true */
     XE_TIMEOUT,     /* timeout_ms passed */
     XE_CPU,         /* cpu_ms used */
@@ -64,6 +69,7 @@ struct exec_evdata {
     const json_t *json;
     const char *why;
     int status;
+    unsigned call;              /* XE_TOOL_*: index in exec.pending */
     struct wproc *w;
     /* XE_EXIT (containment): the number the worker's SIGSYS handler
      * reported in a CHAN_SYSCALL frame; a hint, valid if has_syscall */
@@ -88,7 +94,12 @@ struct exec {
     ev_timer deadline, cpu_timer;
     ev_tstamp t_submit, t_start;
     uint64_t cpu_us_seen;       /* worker CPU time sampled when it was killed */
-    char     tool_id[48];       /* id of the pending tool/call, "" if none */
+    /* outstanding tool/calls: the id sent to the client and the number of
+     * the call (its CHAN_TOOL_CALL frames are numbered 1, 2, ... in arrival
+     * order, which is the order the worker sent them) */
+    struct exec_call { char id[48]; unsigned call; } *pending;   /* owned */
+    unsigned n_pending, max_pending;
+    unsigned call_seq;          /* CHAN_TOOL_CALL frames received */
     unsigned tool_calls;
     char    *output;            /* owned captured print output */
     size_t   output_len;

@@ -33,7 +33,7 @@
 static const char *const reserved[] = {
     "_G", "_ENV", "_VERSION", "assert", "collectgarbage", "error", "getmetatable", "ipairs",
     "load", "next", "pairs", "pcall", "print", "rawequal", "rawget", "rawlen", "rawset",
-    "select", "setmetatable", "tonumber", "tostring", "type", "xpcall", "unpack",
+    "select", "setmetatable", "tonumber", "tostring", "type", "xpcall", "unpack", "parallel",
     "string", "table", "math", "utf8", "coroutine", "os",
     "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
     "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while",
@@ -259,7 +259,7 @@ static json_t *job_limits(const struct sup *s, const struct limits *l)
         as = json_integer((json_int_t)(l->max_heap + AS_SLACK));
     if (l->cpu_ms != LIMIT_INF)
         cpu = json_integer((json_int_t)(l->cpu_ms / 1000 + 2));
-    return json_pack("{s:o,s:o,s:I,s:I,s:I,s:o,s:o}",
+    return json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:o,s:o}",
                      "max_heap", l->max_heap == LIMIT_INF ? json_null() :
                                  json_integer((json_int_t)l->max_heap),
                      "max_reductions", l->max_reductions == LIMIT_INF ? json_null() :
@@ -267,6 +267,7 @@ static json_t *job_limits(const struct sup *s, const struct limits *l)
                      "max_output_bytes", (json_int_t)l->max_output_bytes,
                      "max_bindings_bytes", (json_int_t)l->max_bindings_bytes,
                      "max_result_bytes", (json_int_t)s->cfg.max_message_bytes,
+                     "max_parallel_calls", (json_int_t)s->cfg.max_parallel_calls,
                      "rlimit_as", as, "rlimit_cpu", cpu);
 }
 
@@ -410,7 +411,7 @@ static json_t *idle_private_bytes(const struct sup *s)
 /* The 1.1 capabilities this daemon has (CONTRACT section 3, describe);
  * clients feature-detect with them. */
 static const char *const features[] = {
-    "max_tool_calls", "any_function_names", "string_metatable", "stream_output", NULL,
+    "max_tool_calls", "any_function_names", "string_metatable", "stream_output", "parallel", NULL,
 };
 
 static json_t *features_new(void)
@@ -424,7 +425,7 @@ static json_t *features_new(void)
 
 static json_t *describe_new(const struct sup *s)
 {
-    json_t *d = json_pack("{s:s,s:s,s:i,s:[sssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o,s:I}}",
+    json_t *d = json_pack("{s:s,s:s,s:i,s:[sssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o,s:I}}",
                      "name", "sandboxd", "version", SANDBOXD_VERSION,
                      "protocol_version", SANDBOXD_PROTOCOL,
                      "methods", "execute", "check", "binding_names", "prompt_info", "ping", "describe",
@@ -439,6 +440,7 @@ static json_t *describe_new(const struct sup *s)
                      "max_message_bytes", (json_int_t)s->cfg.max_message_bytes,
                      "max_input_bytes", (json_int_t)s->cfg.max_input_bytes,
                      "max_code_bytes", (json_int_t)s->cfg.max_code_bytes,
+                     "max_parallel_calls", (json_int_t)s->cfg.max_parallel_calls,
                      "state",
                      "workers", (json_int_t)s->procs, "idle_workers", (json_int_t)s->n_idle,
                      "queued", (json_int_t)s->queued, "connections", (json_int_t)s->n_conns,

@@ -85,6 +85,9 @@ static const struct key_spec daemon_keys[] = {
     {"max_code_bytes", K_SIZE, CFG(max_code_bytes), 1},
     {"log_level", K_LOGLEVEL, CFG(log_level), 0},
     {"shutdown_grace_ms", K_UINT, CFG(shutdown_grace_ms), 0},
+    {"max_parallel_calls", K_UINT, CFG(max_parallel_calls), 1},
+    {"max_sessions", K_UINT, CFG(max_sessions), 0},
+    {"session_idle_timeout_ms", K_UINT, CFG(session_idle_timeout_ms), 1},
 };
 
 static const struct key_spec worker_keys[] = {
@@ -146,6 +149,9 @@ static int defaults_into(struct config *c)
     c->max_code_bytes = 65536;
     c->log_level = LOG_LVL_INFO;
     c->shutdown_grace_ms = 5000;
+    c->max_parallel_calls = 16;
+    c->max_sessions = 8;
+    c->session_idle_timeout_ms = 300000;
     c->defaults = (struct limits){
         .timeout_ms = 60000,
         .max_heap = 256000000,

@@ -60,6 +60,11 @@ struct config {
     size_t   max_code_bytes;    /* default 65536 */
     enum log_level log_level;   /* default info */
     unsigned shutdown_grace_ms; /* default 5000 */
+    unsigned max_parallel_calls; /* tool calls of one execution outstanding at
+                                  * once under parallel(); default 16, >= 1 */
+    unsigned max_sessions;      /* open sessions at once; default 8 */
+    unsigned session_idle_timeout_ms; /* default of session/open's
+                                  * idle_timeout_ms; default 300000, >= 1 */
     /* [worker]: applied when the daemon runs as root (issue: containment) */
     char    *worker_user;       /* owned or NULL; default "nobody" */
     char    *worker_group;      /* owned or NULL; default "nogroup" */

@@ -23,18 +23,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/worker/calls.h"
 #include "daemon/worker/luaenv.h"
 #include "proto/bindings.h"
 #include "proto/chan.h"
 #include "proto/codec.h"
 
 #define JOB_MAX_BYTES       CHAN_JOB_MAX
-#define TOOL_RESULT_MAX     CHAN_TOOL_RESULT_MAX
 #define TEXT_MAX            8192            /* messages and tracebacks */
 #define DEFAULT_OUTPUT      ((size_t)1 << 20)
 #define DEFAULT_RESULT      ((size_t)16 << 20)
 #define DEFAULT_BINDINGS    ((size_t)10000000)
-#define JSONBOX             "sandboxd.jsonbox"
 
 #define SYNTAX_HINT "Note: a bare expression is not a valid Lua statement - " \
                     "to produce a value, write `return <expression>`."
@@ -45,6 +44,7 @@ struct job {
     json_t        *spec;            /* the JOB payload (owned) */
     int            check;           /* op "check" */
     size_t         max_result, max_bindings;
+    struct calls   calls;           /* tool calls and parallel() */
     /* the end frame, built by job_main() */
     uint32_t       end_type;        /* 0 until decided */
     json_t        *end;             /* owned */
@@ -126,148 +126,6 @@ static const char *error_text(lua_State *L, int idx, size_t *len)
 
 /* ---- tools ---- */
 
-static int jsonbox_gc(lua_State *L)
-{
-    json_t **box = lua_touserdata(L, 1);
-    if (*box != NULL) {
-        json_decref(*box);
-        *box = NULL;
-    }
-    return 0;
-}
-
-/* A userdata owning one json_t: if a Lua error unwinds past the holder,
- * the collector frees the JSON. */
-static json_t **jsonbox_new(lua_State *L)
-{
-    json_t **box = lua_newuserdata(L, sizeof *box);
-    *box = NULL;
-    luaL_setmetatable(L, JSONBOX);
-    return box;
-}
-
-/* "Weather.get takes 1, 2 or 3 argument(s), got 4" as the error value. */
-static int arity_error(lua_State *L, const char *tool, const char *fn, int got)
-{
-    lua_Integer k, n = (lua_Integer)lua_rawlen(L, lua_upvalueindex(3));
-    luaL_Buffer b;
-
-    luaL_buffinit(L, &b);
-    lua_pushfstring(L, "%s.%s takes ", tool, fn);
-    luaL_addvalue(&b);
-    for (k = 1; k <= n; k++) {
-        if (k > 1)
-            luaL_addstring(&b, k == n ? " or " : ", ");
-        lua_rawgeti(L, lua_upvalueindex(3), k);
-        luaL_addvalue(&b);
-    }
-    lua_pushfstring(L, " argument(s), got %d", got);
-    luaL_addvalue(&b);
-    luaL_pushresult(&b);
-    return lua_error(L);
-}
-
-static int arity_allowed(lua_State *L, int got)
-{
-    lua_Integer k, n = (lua_Integer)lua_rawlen(L, lua_upvalueindex(3));
-
-    if (n == 0)
-        return 1;
-    for (k = 1; k <= n; k++) {
-        lua_rawgeti(L, lua_upvalueindex(3), k);
-        if (lua_tointeger(L, -1) == got) {
-            lua_pop(L, 1);
-            return 1;
-        }
-        lua_pop(L, 1);
-    }
-    return 0;
-}
-
-/* Send the call; never returns on a broken channel. */
-static void send_tool_call(struct job *job, const char *tool, const char *fn, json_t *args)
-{
-    json_t *call = json_pack("{s:s, s:s, s:o}", "tool", tool, "function", fn, "args", args);
-    char *text = call ? json_dumps(call, JSON_COMPACT) : NULL;
-
-    if (text == NULL || chan_send(job->fd, CHAN_TOOL_CALL, text, strlen(text)) != 0)
-        _exit(WORKER_EXIT_PROTO);
-    free(text);
-    json_decref(call);
-}
-
-/*
- * A tool function.  Upvalues: tool name, function name, arities (table or
- * nil), the job (light userdata).  Encodes the arguments, sends TOOL_CALL,
- * blocks for TOOL_RESULT and returns exactly one value, or raises the
- * catchable "Tool.fn: message".
- */
-static int tool_call(lua_State *L)
-{
-    const char *tool = lua_tostring(L, lua_upvalueindex(1));
-    const char *fn = lua_tostring(L, lua_upvalueindex(2));
-    struct job *job = lua_touserdata(L, lua_upvalueindex(4));
-    int i, n = lua_gettop(L);
-    json_t **box, *args, *v, *ok;
-    const char *err;
-    char *payload;
-    size_t len;
-    uint32_t type;
-
-    if (!lua_isnil(L, lua_upvalueindex(3)) && !arity_allowed(L, n))
-        return arity_error(L, tool, fn, n);
-    box = jsonbox_new(L);               /* before any C allocation */
-    *box = args = json_array();
-    if (args == NULL)
-        return luaL_error(L, "%s.%s: out of memory", tool, fn);
-    for (i = 1; i <= n; i++) {
-        if (codec_to_json(L, i, job->max_result, &v, &err) != 0) {
-            lua_pushfstring(L, "%s.%s: cannot pass argument #%d: %s", tool, fn, i, err);
-            return lua_error(L);        /* the box frees args */
-        }
-        json_array_append_new(args, v);
-    }
-    if (job->max_result != 0 && json_dumpb(args, NULL, 0, JSON_COMPACT) > job->max_result) {
-        lua_pushfstring(L, "%s.%s: arguments larger than %I bytes", tool, fn,
-                        (lua_Integer)job->max_result);
-        return lua_error(L);
-    }
-    *box = NULL;
-    send_tool_call(job, tool, fn, args);    /* takes args */
-
-    if (chan_recv(job->fd, &type, &payload, &len, TOOL_RESULT_MAX) != 0 || type != CHAN_TOOL_RESULT)
-        _exit(WORKER_EXIT_PROTO);
-    *box = json_loadb(payload, len, JSON_ALLOW_NUL, NULL);
-    free(payload);
-    if (*box == NULL || !json_is_object(*box))
-        _exit(WORKER_EXIT_PROTO);
-    ok = json_object_get(*box, "ok");
-    if (json_is_true(ok)) {
-        v = json_object_get(*box, "value");
-        if (v == NULL)
-            lua_pushnil(L);
-        else if (codec_push_json(L, v, &err) != 0) {
-            lua_pushfstring(L, "%s.%s: cannot use the result: %s", tool, fn, err);
-            return lua_error(L);
-        }
-        json_decref(*box);
-        *box = NULL;
-        return 1;
-    }
-    v = json_object_get(*box, "message");
-    lua_pushfstring(L, "%s.%s: ", tool, fn);
-    if (json_is_string(v)) {
-        len = json_string_length(v);
-        lua_pushlstring(L, json_string_value(v), len < TEXT_MAX ? len : TEXT_MAX);
-    } else {
-        lua_pushliteral(L, "tool error");
-    }
-    lua_concat(L, 2);
-    json_decref(*box);
-    *box = NULL;
-    return lua_error(L);
-}
-
 /* One flat global table per tool: __module plus one closure per function.
  * The supervisor has normalised the list (module present, each function a
  * name or an object with "name" and "arities"); anything else is skipped. */
@@ -303,8 +161,7 @@ static void make_tools(lua_State *L, struct job *job, int g)
             } else {
                 lua_pushnil(L);
             }
-            lua_pushlightuserdata(L, job);
-            lua_pushcclosure(L, tool_call, 4);
+            calls_push_tool(L, &job->calls);
             lua_setfield(L, -2, fname);
         }
         lua_setfield(L, g, name);
@@ -614,6 +471,8 @@ static int job_main(lua_State *L)
     g = lua_gettop(L);
     if (!job->check) {
         make_tools(L, job, g);
+        calls_push_parallel(L, &job->calls);
+        lua_setfield(L, g, "parallel");
         make_baseline(L, g);
         base = lua_gettop(L);
         if (bindings != NULL && !json_is_null(bindings)
@@ -737,6 +596,8 @@ static void apply_limits(struct job *job)
     lim.output_fd = job->check ? -1 : job->fd;
     job->max_result = limit_of(limits, "max_result_bytes", DEFAULT_RESULT);
     job->max_bindings = limit_of(limits, "max_bindings_bytes", DEFAULT_BINDINGS);
+    calls_init(&job->calls, job->fd, job->max_result,
+               (unsigned)limit_of(limits, "max_parallel_calls", 1));
     luaenv_apply(job->env, &lim);
 }
 
@@ -764,9 +625,7 @@ static void send_end(struct job *job)
 
 static int prepare(lua_State *L)
 {
-    luaL_newmetatable(L, JSONBOX);
-    lua_pushcfunction(L, jsonbox_gc);
-    lua_setfield(L, -2, "__gc");
+    calls_prepare(L);
     return 0;
 }
 

@@ -166,6 +166,9 @@ static void test_builtin_defaults(void **state)
     assert_int_equal(c.max_code_bytes, 65536);
     assert_int_equal(c.log_level, LOG_LVL_INFO);
     assert_int_equal(c.shutdown_grace_ms, 5000);
+    assert_int_equal(c.max_parallel_calls, 16);
+    assert_int_equal(c.max_sessions, 8);
+    assert_int_equal(c.session_idle_timeout_ms, 300000);
     assert_string_equal(c.worker_user, "nobody");
     assert_string_equal(c.worker_group, "nogroup");
     assert_string_equal(c.worker_chroot, "/var/empty");
@@ -225,6 +228,9 @@ static const char all_keys[] =
     "max_code_bytes = 100\n"
     "log_level = debug\n"
     "shutdown_grace_ms = 0\n"
+    "max_parallel_calls = 3\n"
+    "max_sessions = 0\n"
+    "session_idle_timeout_ms = 1500\n"
     "[worker]\n"
     "user = root\n"
     "group = root\n"
@@ -275,6 +281,9 @@ static void test_every_key(void **state)
     assert_int_equal(c.max_code_bytes, 100);
     assert_int_equal(c.log_level, LOG_LVL_DEBUG);
     assert_int_equal(c.shutdown_grace_ms, 0);
+    assert_int_equal(c.max_parallel_calls, 3);
+    assert_int_equal(c.max_sessions, 0);
+    assert_int_equal(c.session_idle_timeout_ms, 1500);
     assert_string_equal(c.worker_user, "root");
     assert_string_equal(c.worker_group, "root");
     assert_null(c.worker_chroot);

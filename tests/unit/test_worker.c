@@ -80,6 +80,8 @@ static void serve(int fd, const struct job_opts *o, struct run *r)
             assert_non_null(o->tool);
             r->tool_calls++;
             res = o->tool(call, o->tool_ud);
+            /* answers name their call: calls are numbered 1, 2, ... as sent */
+            json_object_set_new(res, "call", json_integer(r->tool_calls));
             json_decref(r->last_call);
             r->last_call = call;
             text = json_dumps(res, JSON_COMPACT);
