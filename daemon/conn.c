@@ -28,6 +28,7 @@
 
 static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents);
 static void conn_write_cb(struct ev_loop *loop, ev_io *io, int revents);
+static void stall_cb(struct ev_loop *loop, ev_timer *t, int revents);
 
 struct conn *conn_new(struct sup *s, int fd)
 {
@@ -52,8 +53,93 @@ struct conn *conn_new(struct sup *s, int fd)
     ev_io_init(&c->wio, conn_write_cb, fd, EV_WRITE);
     c->wio.data = c;
     ev_timer_init(&c->hup, NULL, 0., 0.);
+    ev_timer_init(&c->stall, stall_cb, 0., 0.);
+    c->stall.data = c;
     ev_io_start(s->loop, &c->rio);
     return c;
+}
+
+/* Keep sup->output_bytes equal to the sum of the queues' pending bytes. */
+static void account_output(struct conn *c)
+{
+    size_t now = outq_pending(&c->out);
+
+    c->sup->output_bytes -= c->out_acct;
+    c->sup->output_bytes += now;
+    c->out_acct = now;
+}
+
+/*
+ * One connection's queue may hold more than any one answer (several
+ * executions end at once) without its peer being at fault; past this bound
+ * the peer must keep taking bytes.  The bound admits the largest answer the
+ * limits allow (config_answer_max), so a reading peer is never dropped for
+ * the size of one answer.
+ */
+static size_t conn_backlog_bound(const struct sup *s)
+{
+    size_t one = config_answer_max(&s->cfg);
+
+#if defined(MUTATE_BACKLOG_BOUND)
+    (void)one;
+    return CONN_MIN_BACKLOG;            /* mutant: a fixed 64 MiB */
+#endif
+    return one > CONN_MIN_BACKLOG ? one : CONN_MIN_BACKLOG;
+}
+
+/* Over its bound, a queue gets CONN_WRITE_STALL seconds from the peer's
+ * last progress: a peer that takes bytes meanwhile is reading. */
+static void stall_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    struct conn *c = t->data;
+    ev_tstamp idle = ev_now(loop) - c->out_progress;
+    (void)revents;
+
+    if (c->fd < 0 || list_linked(&c->doomed_node) ||
+        outq_pending(&c->out) <= conn_backlog_bound(c->sup))
+        return;
+    if (idle >= CONN_WRITE_STALL) {
+        log_warn("conn=%llu: peer does not read its answers (%zu bytes wait, none taken for "
+                 "%.0f s); disconnecting", (unsigned long long)c->id, outq_pending(&c->out), idle);
+        conn_fail(c);
+        return;
+    }
+    ev_timer_set(t, CONN_WRITE_STALL - idle + 0.01, 0.);
+    ev_timer_start(loop, t);
+}
+
+/*
+ * Over max_backlog_bytes: the connection with the largest queue (the oldest
+ * of equals) is closed and its queue freed at once, until the total fits.
+ * Its peer is the one pinning the most memory; one answer alone always fits
+ * (config.c keeps max_backlog_bytes >= config_answer_max).
+ */
+static void shed_output(struct sup *s)
+{
+#if defined(MUTATE_BACKLOG_TOTAL)
+    (void)s;
+    return;                             /* mutant: no total bound */
+#endif
+    while (s->output_bytes > s->cfg.max_backlog_bytes) {
+        struct conn *victim = NULL;
+        struct list_head *pos, *tmp;
+
+        list_for_each_safe(pos, tmp, &s->conns) {
+            struct conn *o = list_entry(pos, struct conn, node);
+            if (!list_linked(&o->doomed_node) && o->out_acct > 0 &&
+                (!victim || o->out_acct > victim->out_acct))
+                victim = o;
+        }
+        if (!victim)
+            return;
+        log_warn("conn=%llu: answers waiting for all connections hold %zu bytes, above "
+                 "max_backlog_bytes %zu; closing the connection with the most (%zu bytes)",
+                 (unsigned long long)victim->id, s->output_bytes, s->cfg.max_backlog_bytes,
+                 victim->out_acct);
+        conn_fail(victim);
+        outq_free(&victim->out);
+        account_output(victim);
+    }
 }
 
 /* Keep sup->input_bytes equal to the sum of the readers' allocations. */
@@ -112,6 +198,7 @@ static void conn_free(struct conn *c)
     ndjson_free(&c->rd);
     account_input(c);
     outq_free(&c->out);
+    account_output(c);
     free(c);
 }
 
@@ -124,6 +211,7 @@ void conn_close(struct conn *c)
     ev_io_stop(c->sup->loop, &c->rio);
     ev_io_stop(c->sup->loop, &c->wio);
     ev_timer_stop(c->sup->loop, &c->hup);
+    ev_timer_stop(c->sup->loop, &c->stall);
     close(c->fd);
     c->fd = -1;
     list_del(&c->node);
@@ -154,6 +242,7 @@ void conn_fail(struct conn *c)
     ev_io_stop(s->loop, &c->rio);
     ev_io_stop(s->loop, &c->wio);
     ev_timer_stop(s->loop, &c->hup);
+    ev_timer_stop(s->loop, &c->stall);
     c->closing = 1;
     list_add_tail(&s->doomed, &c->doomed_node);
     if (!ev_is_active(&s->doomed_prep)) {
@@ -166,7 +255,13 @@ void conn_fail(struct conn *c)
 /* Write as much as the socket takes now. */
 static void conn_flush(struct conn *c)
 {
-    switch (outq_flush(&c->out, c->fd)) {
+    size_t before = outq_pending(&c->out);
+    enum outq_status st = outq_flush(&c->out, c->fd);
+
+    if (outq_pending(&c->out) < before)
+        c->out_progress = ev_now(c->sup->loop);
+    account_output(c);
+    switch (st) {
     case OUTQ_AGAIN:
         ev_io_start(c->sup->loop, &c->wio);
         return;
@@ -264,16 +359,31 @@ int conn_send(struct conn *c, const json_t *msg)
         return -1;
     if (!(line = rpc_dump_line(msg, &len)))
         return 0;               /* cannot serialise: drop it, keep the connection */
-    rc = outq_append(&c->out, line, len, CONN_MAX_BACKLOG);
+    if (outq_empty(&c->out))
+        c->out_progress = ev_now(c->sup->loop);     /* the peer's clock starts now */
+    rc = outq_append(&c->out, line, len, SIZE_MAX);
     free(line);
     if (rc < 0) {
-        log_warn("conn=%llu: peer does not read its answers; disconnecting",
+        log_warn("conn=%llu: out of memory queueing an answer; disconnecting",
                  (unsigned long long)c->id);
         conn_fail(c);
         return -1;
     }
+    account_output(c);
     if (!ev_is_active(&c->wio))
         conn_flush(c);
+    if (outq_pending(&c->out) > conn_backlog_bound(c->sup) && !ev_is_active(&c->stall) &&
+        !list_linked(&c->doomed_node)) {
+#if defined(MUTATE_BACKLOG_BOUND)
+        log_warn("conn=%llu: peer does not read its answers; disconnecting",
+                 (unsigned long long)c->id);
+        conn_fail(c);                   /* mutant: over the bound is enough */
+#else
+        ev_timer_set(&c->stall, 0., 0.);
+        ev_timer_start(c->sup->loop, &c->stall);    /* judged at once: stall_cb */
+#endif
+    }
+    shed_output(c->sup);
     return list_linked(&c->doomed_node) ? -1 : 0;
 }
 

@@ -5,8 +5,12 @@
  * Contract:
  *  - Input is framed by proto/ndjson with max_message_bytes per line; an
  *    over-long line is answered with message_too_large and skipped.
- *  - conn_send() queues one message; it never blocks.  A peer that lets more
- *    than CONN_MAX_BACKLOG bytes pile up unread is disconnected.
+ *  - conn_send() queues one message; it never blocks.  Every answer the
+ *    limits allow is queued whole.  A peer is disconnected as one that does
+ *    not read only when more than conn_backlog_bound() bytes wait for it AND
+ *    it has taken no byte for CONN_WRITE_STALL seconds.  All connections'
+ *    queues together stay within max_backlog_bytes: past it, the connection
+ *    with the largest queue is closed (its queue freed at once).
  *  - conn_fail() stops all I/O at once and closes the connection at the
  *    start of the next loop iteration, so no caller ever sees a connection
  *    (or an execution it owns) freed under its feet.  conn_close() does it
@@ -28,7 +32,8 @@
 
 struct sup;
 
-#define CONN_MAX_BACKLOG (64u * 1024 * 1024)
+#define CONN_MIN_BACKLOG (64u * 1024 * 1024)
+#define CONN_WRITE_STALL 5.0    /* seconds without progress over the bound */
 
 struct conn {
     struct sup *sup;
@@ -41,6 +46,9 @@ struct conn {
     struct ndjson_reader rd;
     size_t in_alloc;            /* rd's allocation, as counted in sup->input_bytes */
     struct outq out;            /* answers not yet written */
+    size_t out_acct;            /* out's pending bytes, as counted in sup->output_bytes */
+    ev_tstamp out_progress;     /* when the peer last took bytes (or the queue filled) */
+    ev_timer stall;             /* runs while the queue is over its bound */
     struct list_head execs;     /* every live struct exec it started */
     struct list_head queue;     /* its QUEUED executions, FIFO */
     uint64_t tool_seq;          /* for daemon-chosen tool/call ids */

@@ -24,6 +24,8 @@ struct outq {
 
 void outq_free(struct outq *q);
 static inline int outq_empty(const struct outq *q) { return q->pos == q->len; }
+/* Bytes queued and not yet written. */
+static inline size_t outq_pending(const struct outq *q) { return q->len - q->pos; }
 int  outq_append(struct outq *q, const void *data, size_t n, size_t bound);
 enum outq_status outq_flush(struct outq *q, int fd);
 

@@ -81,6 +81,7 @@ struct sup {
     struct list_head refused;     /* lingering refused connections (refuse.c) */
     unsigned n_refused;
     size_t   input_bytes;         /* their input buffers, allocated (describe) */
+    size_t   output_bytes;        /* their answers queued, not yet written */
 
     uint64_t next_exec_seq;
     uint64_t workers_started;     /* workers handed over by the zygote (describe) */

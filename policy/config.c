@@ -83,6 +83,7 @@ static const struct key_spec daemon_keys[] = {
     {"max_message_bytes", K_SIZE, CFG(max_message_bytes), 1},
     {"max_input_bytes", K_SIZE, CFG(max_input_bytes), 1},
     {"max_code_bytes", K_SIZE, CFG(max_code_bytes), 1},
+    {"max_backlog_bytes", K_SIZE, CFG(max_backlog_bytes), 1},
     {"log_level", K_LOGLEVEL, CFG(log_level), 0},
     {"shutdown_grace_ms", K_UINT, CFG(shutdown_grace_ms), 0},
     {"max_parallel_calls", K_UINT, CFG(max_parallel_calls), 1},
@@ -146,6 +147,7 @@ static int defaults_into(struct config *c)
     c->pool_size = 4;
     c->max_message_bytes = (size_t)16 << 20;
     c->max_input_bytes = (size_t)1 << 30;
+    c->max_backlog_bytes = (size_t)1 << 30;
     c->max_code_bytes = 65536;
     c->log_level = LOG_LVL_INFO;
     c->shutdown_grace_ms = 5000;
@@ -737,6 +739,39 @@ static void check_input(struct parse *p)
         c->max_input_bytes = need;
 }
 
+static size_t sat_add(size_t a, uint64_t b)
+{
+    return b > SIZE_MAX - a ? SIZE_MAX : a + (size_t)b;
+}
+
+size_t config_answer_max(const struct config *c)
+{
+    uint64_t out = c->ceilings.max_output_bytes;
+    size_t n = sat_add((size_t)1 << 20, c->max_message_bytes);
+
+    n = sat_add(n, out > UINT64_MAX / 6 ? UINT64_MAX : out * 6);
+    n = sat_add(n, c->ceilings.max_bindings_bytes);
+    return sat_add(n, c->ceilings.max_bindings_bytes);
+}
+
+/* max_backlog_bytes must hold the largest answer the limits allow: an
+ * explicit value below it is an error; the built-in one is raised to it. */
+static void check_backlog(struct parse *p)
+{
+    const struct key_state *sb = daemon_key(p, "max_backlog_bytes");
+    struct config *c = p->c;
+    size_t need = config_answer_max(c);
+
+    if (sb->bad || c->max_backlog_bytes >= need)
+        return;
+    if (sb->line)
+        report(p, sb->line, "max_backlog_bytes %zu is below the largest answer the limits "
+               "allow, %zu (6 x max_output_bytes + max_message_bytes + 2 x max_bindings_bytes "
+               "of the ceilings + 1M)", c->max_backlog_bytes, need);
+    else
+        c->max_backlog_bytes = need;
+}
+
 int config_load(struct config *c, const char *path, config_error_fn err, void *ctx)
 {
     struct config tmp;
@@ -768,6 +803,7 @@ int config_load(struct config *c, const char *path, config_error_fn err, void *c
     check_pool(p);
     check_input(p);
     check_limits(p);
+    check_backlog(p);
 out:
     if (p->nerr == 0) {
         config_free(c);

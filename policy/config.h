@@ -58,6 +58,8 @@ struct config {
     size_t   max_input_bytes;   /* all client input buffers together; default
                                  * 1 GiB, at least max_message_bytes + 2 */
     size_t   max_code_bytes;    /* default 65536 */
+    size_t   max_backlog_bytes; /* answers not yet read, all connections together;
+                                 * default 1 GiB, at least config_answer_max() */
     enum log_level log_level;   /* default info */
     unsigned shutdown_grace_ms; /* default 5000 */
     unsigned max_parallel_calls; /* tool calls of one execution outstanding at
@@ -79,6 +81,10 @@ struct config {
 typedef void (*config_error_fn)(void *ctx, const char *file, int line, const char *msg);
 
 void config_defaults(struct config *c);
+/* The largest answer one execution can produce under c's ceilings: output
+ * escaped six-fold (a control byte prints as \u00XX), the value, the
+ * bindings and binding_names, plus 1 MiB for the rest. */
+size_t config_answer_max(const struct config *c);
 int  config_load(struct config *c, const char *path, config_error_fn err, void *ctx);
 void config_free(struct config *c);
 

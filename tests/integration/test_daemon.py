@@ -1,5 +1,6 @@
 """The daemon process: command line, config file, signals, socket, peers (CONTRACT 1 and 8)."""
 
+import json
 import os
 import shutil
 import signal
@@ -426,6 +427,88 @@ def test_refused_peers_do_not_take_slots(daemon_factory):
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         os.close(rfd)
+
+
+# ------------------------------------------------------------------ answer backlog
+
+# print() of 64 KiB of control bytes: each is written \u0001 in the answer (6x)
+PRINT_CONTROL = "local s = string.rep('\\1', 65535) for i = 1, %d do print(s) end return 1"
+
+
+def _raw_execute(path, code, limits, id=1):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    s.sendall(json.dumps({"jsonrpc": "2.0", "id": id, "method": "execute",
+                          "params": {"code": code, "limits": limits}}).encode() + b"\n")
+    return s
+
+
+def _read_line(s, timeout):
+    s.settimeout(timeout)
+    parts = []
+    while True:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            raise sbx.ConnectionClosed("EOF after %d bytes" % sum(map(len, parts)))
+        parts.append(chunk)
+        if chunk.endswith(b"\n"):
+            return b"".join(parts)
+
+
+def test_large_answer_reaches_a_reading_client(daemon_factory):
+    """An answer within the limits but above any fixed backlog (70 MB of
+    bindings; 16 MiB of control bytes printed, escaped six-fold, is another)
+    reaches a client that reads, instead of closing its connection."""
+    d = daemon_factory()
+    s = _raw_execute(d.socket_path, "big = string.rep('x', 70000000) return 1",
+                     {"max_heap": 300000000, "max_bindings_bytes": 80000000})
+    line = _read_line(s, 60 * SCALE)
+    s.close()
+    assert len(line) > 70000000, len(line)
+    r = json.loads(line)
+    assert r["result"]["binding_names"] == ["big"], r["result"]["stats"]
+    assert "does not read" not in d.stderr
+
+
+SMALL_ANSWERS = dict(daemon={"max_message_bytes": 1 << 20},
+                     defaults={"max_bindings_bytes": 1000000},
+                     ceilings={"max_output_bytes": 4 << 20, "max_bindings_bytes": 1000000})
+
+
+def test_client_that_stops_reading_is_disconnected(daemon_factory):
+    """Answers past the per-connection bound (64 MiB here) wait for a peer
+    that takes nothing for 5 s; then it is disconnected, and only it."""
+    d = daemon_factory(**SMALL_ANSWERS)
+    s = _raw_execute(d.socket_path, PRINT_CONTROL % 64, {"max_output_bytes": 4 << 20})
+    for i in (2, 3):             # three answers of 24 MiB, never read
+        s.sendall(json.dumps({"jsonrpc": "2.0", "id": i, "method": "execute",
+                              "params": {"code": PRINT_CONTROL % 64,
+                                         "limits": {"max_output_bytes": 4 << 20}}}).encode()
+                  + b"\n")
+    d.wait_log(r"peer does not read its answers \(\d+ bytes wait, none taken for 5 s\)",
+               timeout=15 * SCALE)
+    with d.client() as c:
+        assert c.value("return 'still serving'") == "still serving"
+    s.close()
+
+
+def test_max_backlog_bytes_bounds_all_connections(daemon_factory):
+    """Two peers that do not read, 18 and 24 MiB of answers, against a total
+    of 40 MiB: the connection holding the most is closed at once (its
+    queue freed); the other still gets its whole answer."""
+    cfg = dict(SMALL_ANSWERS)
+    cfg["daemon"] = dict(SMALL_ANSWERS["daemon"], max_backlog_bytes=40 << 20)
+    d = daemon_factory(**cfg)
+    a = _raw_execute(d.socket_path, PRINT_CONTROL % 48, {"max_output_bytes": 4 << 20})
+    d.wait_log(r"outcome=ok")
+    b = _raw_execute(d.socket_path, PRINT_CONTROL % 64, {"max_output_bytes": 4 << 20})
+    d.wait_log(r"above max_backlog_bytes 41943040; closing the connection with the most")
+    with pytest.raises(sbx.ConnectionClosed):
+        _read_line(b, 10 * SCALE)
+    r = json.loads(_read_line(a, 30 * SCALE))
+    assert len(r["result"]["output"]) == 3 << 20
+    a.close()
+    b.close()
 
 
 def _input_bytes(c):

@@ -133,6 +133,7 @@ static void assert_config_equal(const struct config *a, const struct config *b)
     assert_int_equal(a->max_connections, b->max_connections);
     assert_int_equal(a->pool_size, b->pool_size);
     assert_int_equal(a->max_message_bytes, b->max_message_bytes);
+    assert_int_equal(a->max_backlog_bytes, b->max_backlog_bytes);
     assert_int_equal(a->max_code_bytes, b->max_code_bytes);
     assert_int_equal(a->log_level, b->log_level);
     assert_int_equal(a->shutdown_grace_ms, b->shutdown_grace_ms);
@@ -163,6 +164,7 @@ static void test_builtin_defaults(void **state)
     assert_int_equal(c.pool_size, 4);
     assert_int_equal(c.max_message_bytes, 16777216);
     assert_int_equal(c.max_input_bytes, 1073741824);
+    assert_int_equal(c.max_backlog_bytes, 1073741824);
     assert_int_equal(c.max_code_bytes, 65536);
     assert_int_equal(c.log_level, LOG_LVL_INFO);
     assert_int_equal(c.shutdown_grace_ms, 5000);
@@ -566,6 +568,23 @@ static void test_cross_key_errors(void **state)
         config_defaults(&c);
         assert_int_equal(load_text(&c, "[daemon]\nmax_message_bytes = 2G\n", &e), 0);
         assert_int_equal(c.max_input_bytes, ((size_t)2 << 30) + 2);
+        config_free(&c);
+    }
+    /* the answer backlog holds the largest answer: 1M + 16M + 6 x 16M + 2 x 16M */
+    expect_one_error("[daemon]\nmax_backlog_bytes = 100M\n", 2,
+                     "max_backlog_bytes 104857600 is below the largest answer the limits "
+                     "allow, 152043520");
+    {
+        struct config c;
+        struct errs e;
+
+        config_defaults(&c);
+        assert_int_equal(load_text(&c, "[daemon]\nmax_backlog_bytes = 145M\n", &e), 0);
+        assert_int_equal(c.max_backlog_bytes, (size_t)145 << 20);
+        config_free(&c);
+        config_defaults(&c);
+        assert_int_equal(load_text(&c, "[ceilings]\nmax_output_bytes = 1G\n", &e), 0);
+        assert_int_equal(c.max_backlog_bytes, ((size_t)6 << 30) + ((size_t)49 << 20));
         config_free(&c);
     }
     expect_one_error("[defaults]\nmax_heap = 2G\n", 2,
