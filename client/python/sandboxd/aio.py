@@ -33,7 +33,7 @@ __all__ = ["AsyncClient", "AsyncSession"]
 _loads = json.loads
 
 
-class _Conn(asyncio.Protocol):
+class _Conn(asyncio.BufferedProtocol):
     """One connection: owns the transport, the pending futures by request id
     and the executions in flight by id."""
 
@@ -41,8 +41,7 @@ class _Conn(asyncio.Protocol):
         self.client = client
         self.loop = loop
         self.transport = None
-        self.buf = bytearray()
-        self.limit = _core.BOOT_LINE_LIMIT
+        self.reader = _core.LineReader(_core.BOOT_LINE_LIMIT)
         self.pending = {}
         self.executions = {}
         self.info = None
@@ -74,26 +73,19 @@ class _Conn(asyncio.Protocol):
             self.drain_waiters.append(w)
             await w
 
-    def data_received(self, data):
-        buf = self.buf
-        if not buf and data.endswith(b"\n"):        # the common case: whole lines
-            for line in data.split(b"\n"):
-                if line and self.lost is None:
-                    self.message(line)
+    def get_buffer(self, sizehint):
+        return self.reader.space()
+
+    def buffer_updated(self, nbytes):
+        try:
+            lines = self.reader.feed(nbytes)
+        except errors.ProtocolError as e:
+            self.fail(e)
             return
-        buf += data
-        start = 0
-        while self.lost is None:
-            nl = buf.find(b"\n", start)
-            if nl < 0:
-                break
-            if nl > start:
-                self.message(bytes(buf[start:nl]))
-            start = nl + 1
-        del buf[:start]
-        if len(buf) > self.limit and self.lost is None:
-            self.fail(errors.ProtocolError("the daemon sent a line longer than %d bytes"
-                                           % self.limit))
+        for line in lines:
+            if self.lost is not None:
+                return
+            self.message(line)
 
     def fail(self, err):
         """The connection is gone: every waiting call raises err, every tool
@@ -177,14 +169,14 @@ class _Conn(asyncio.Protocol):
         if f is None:
             self.write(_core.answer_line(tid, exc=args, info=self.info, ex=ex))
             return
-        task = self.loop.create_task(self.run_tool(ex, tid, f, args))
-        ex.tasks.add(task)
-        task.add_done_callback(ex.tasks.discard)
+        ex.tasks.add(self.loop.create_task(self.run_tool(ex, tid, f, args)))
 
     async def run_tool(self, ex, tid, f, args):
         try:
             if f.is_async:
                 v = await f.fn(*args)
+            elif f.inline:
+                v = f.fn(*args)
             else:
                 ctx = contextvars.copy_context()
                 v = await self.loop.run_in_executor(self.client._pool(), ctx.run, f.fn, *args)
@@ -198,6 +190,8 @@ class _Conn(asyncio.Protocol):
                 self.write(_core.answer_line(tid, exc=errors.ToolAbort(
                     "%s in the tool" % type(e).__name__), info=self.info, ex=ex))
             raise
+        finally:
+            ex.tasks.discard(asyncio.current_task())
         if not ex.done:
             self.write(line)
             if self.paused:
@@ -328,7 +322,7 @@ class AsyncClient:
             conn.fail(errors.DaemonUnavailable("connection abandoned"))
             raise
         conn.info = info
-        conn.limit = info.line_limit
+        conn.reader.limit = info.line_limit
         return conn
 
     async def _call(self, method, params=None):

@@ -20,6 +20,7 @@ client-side deadline and the size guards are those of the async client.
 """
 
 import asyncio
+import collections
 import concurrent.futures
 import inspect
 import itertools
@@ -57,8 +58,8 @@ class _Conn:
         self.wlock = threading.Lock()
         self.cond = threading.Condition()
         self.reader = None
-        self.buf = bytearray()
-        self.limit = _core.BOOT_LINE_LIMIT
+        self.lines = collections.deque()
+        self.input = _core.LineReader(_core.BOOT_LINE_LIMIT)
         self.pending = {}
         self.executions = {}
         self.info = None
@@ -177,37 +178,33 @@ class _Conn:
                 return False
             self.sock.settimeout(left)
         try:
-            data = self.sock.recv(1 << 20)
+            n = self.sock.recv_into(self.input.space())
+            if n:
+                self.lines.extend(self.input.feed(n))
         except (TimeoutError, _socket.timeout):
             return False
         except OSError as e:
             err = _core.conn_lost_error(e)
             self.fail(err)
             raise errors.copy_error(err) from e
-        if not data:
+        except errors.ProtocolError as e:
+            self.fail(e)
+            raise errors.copy_error(e)
+        if not n:
             self.fail(_core.conn_lost_error("the daemon closed it"))
             raise errors.copy_error(self.lost)
-        self.buf += data
         self.dispatch_buffered(slot)
         return True
 
     def dispatch_buffered(self, slot):
-        """Handle each whole line in the buffer (taken out before it is handled,
-        so a tool that calls this client again reads on correctly).  True when
-        `slot` got its answer."""
-        buf = self.buf
+        """Handle the whole lines received, in order, each taken out before it
+        is handled (so a tool that calls this client again reads on
+        correctly).  True when `slot` got its answer."""
+        lines = self.lines
         while not slot.done:
-            nl = buf.find(b"\n")
-            if nl < 0:
-                if len(buf) > self.limit:
-                    self.fail(errors.ProtocolError("the daemon sent a line longer than %d bytes"
-                                                   % self.limit))
-                    raise errors.copy_error(self.lost)
+            if not lines:
                 return False
-            line = bytes(buf[:nl])
-            del buf[:nl + 1]
-            if line.strip():
-                self.message(line)
+            self.message(lines.popleft())
             if self.lost is not None:
                 raise errors.copy_error(self.lost)
         return True
@@ -217,6 +214,8 @@ class _Conn:
         try:
             msg = _loads(line)
         except ValueError:
+            if not line.strip():
+                return
             self.fail(errors.ProtocolError("the daemon sent a line that is not JSON: %r"
                                            % line[:200]))
             return
@@ -375,7 +374,7 @@ class Client:
             conn.fail(errors.DaemonUnavailable("connection abandoned"))
             raise
         conn.info = info
-        conn.limit = info.line_limit
+        conn.input.limit = info.line_limit
         return conn
 
     def _call(self, method, params=None):

@@ -39,16 +39,19 @@ _ATTR = "__sandboxd_tool__"
 
 
 class _Info:
-    __slots__ = ("name", "description")
+    __slots__ = ("name", "description", "inline")
 
-    def __init__(self, name, description):
+    def __init__(self, name, description, inline):
         self.name = name
         self.description = description
+        self.inline = inline
 
 
-def tool(func=None, *, name=None, description=None):
+def tool(func=None, *, name=None, description=None, inline=False):
     """Decorator: mark a function as a tool function, optionally under another
     Lua name, with a description for the prompt (default: its docstring).
+    inline=True lets AsyncClient call a plain function on the event loop
+    itself instead of in a thread: for quick functions that never block.
 
         @sandboxd.tool
         def get(city): ...
@@ -59,7 +62,7 @@ def tool(func=None, *, name=None, description=None):
     def mark(f):
         if not callable(f):
             raise TypeError("@sandboxd.tool needs a callable, got %r" % (f,))
-        setattr(f, _ATTR, _Info(name, description))
+        setattr(f, _ATTR, _Info(name, description, inline))
         return f
     return mark(func) if func is not None else mark
 
@@ -77,7 +80,7 @@ class Table:
 class Function:
     """One tool function: the callable, its Lua name, arities and signature."""
 
-    __slots__ = ("name", "fn", "arities", "is_async", "params", "description", "wire")
+    __slots__ = ("name", "fn", "arities", "is_async", "inline", "params", "description", "wire")
 
     def __init__(self, name, fn):
         self.name = name
@@ -85,6 +88,7 @@ class Function:
         info = getattr(fn, _ATTR, None)
         self.description = (info.description if info and info.description
                             else inspect.getdoc(fn) or "")
+        self.inline = bool(info and info.inline)
         target = fn
         while not inspect.iscoroutinefunction(target) and hasattr(target, "__wrapped__"):
             target = target.__wrapped__
