@@ -208,3 +208,16 @@ def test_max_tool_calls(sock):
         assert n == [1, 2, 3]
         r = c.execute("return T.f(1)", tools={"T": {"f": lambda x: x}}, max_tool_calls=1)
         assert r.value == 1
+
+
+def test_max_tool_calls_enforced_by_the_client_without_the_feature(sock):
+    """A daemon without the max_tool_calls limit: the client counts and stops
+    the execution itself, reported as tool_call_limit as well."""
+    with sandboxd.Client(sock) as c:
+        c._connection().info.features = frozenset()
+        n = []
+        with pytest.raises(sandboxd.LimitExceeded) as ei:
+            c.execute("for i = 1, 10 do pcall(T.f, i) end", tools={"T": {"f": n.append}},
+                      max_tool_calls=3)
+        assert ei.value.kind == "tool_call_limit" and ei.value.data["client"] is True
+        assert n == [1, 2, 3]
