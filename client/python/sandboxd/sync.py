@@ -112,7 +112,7 @@ class _Conn:
             if not self.wait(slot, end):
                 self.write(_core.cancel_line(rid))
                 raise _core.deadline_error(deadline, self.client.deadline_grace)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, SystemExit):
             self.interrupted(rid, slot)
             raise
         finally:
@@ -283,6 +283,11 @@ class _Conn:
             line = _core.answer_line(tid, v, None, self.info, ex)
         except Exception as e:
             line = _core.answer_line(tid, exc=e, info=self.info, ex=ex)
+        except BaseException as e:                  # SystemExit in a pool thread: stop it all
+            if threading.current_thread() is not threading.main_thread() and not ex.done:
+                self.write(_core.answer_line(tid, exc=errors.ToolAbort(
+                    "%s in the tool" % type(e).__name__), info=self.info, ex=ex))
+            raise
         if not ex.done:
             try:
                 self.write(line)

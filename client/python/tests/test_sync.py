@@ -145,3 +145,20 @@ def test_daemon_restarted_mid_execution(daemon_factory):
     d.start()
     assert c.execute("return 'back'").value == "back"
     c.close()
+
+
+def test_system_exit_in_a_tool_ends_the_execution(daemon_factory):
+    d = daemon_factory(daemon={"max_workers": 1, "max_queue": 0, "pool_size": 1})
+    with sandboxd.Client(d.socket_path) as c:
+        def bye():
+            raise SystemExit(3)
+        with pytest.raises(SystemExit):
+            c.execute("return T.f()", tools={"T": {"f": bye}}, timeout_ms=30000)
+        for _ in range(100):
+            try:
+                assert c.execute("return 1").value == 1
+                break
+            except sandboxd.Busy:
+                time.sleep(0.05)
+        else:
+            pytest.fail("SystemExit in a tool left the execution running")
