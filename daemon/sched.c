@@ -214,8 +214,17 @@ void sched_supply_failed(struct sup *s, const char *fmt, ...)
     delay = 0;      /* test-only mutant (tests/mutation): retry at once, forever */
 #endif
     s->supply_hold = ev_now(s->loop) + delay;
-    log_err("%s; next attempt in %.0f ms (%u failures in a row)", s->supply_why, delay * 1e3,
-            s->supply_fails);
+    /* A failure in a row is logged (the back-off bounds those); a lone one
+     * between successes (descriptors that come and go) once a second at
+     * most, with the count of those not logged. */
+    if (s->supply_fails >= 2 || ev_now(s->loop) - s->supply_logged >= 1.0) {
+        log_err("%s; next attempt in %.0f ms (%u failures in a row, %u not logged since the last "
+                "report)", s->supply_why, delay * 1e3, s->supply_fails, s->supply_quiet);
+        s->supply_logged = ev_now(s->loop);
+        s->supply_quiet = 0;
+    } else {
+        s->supply_quiet++;
+    }
     if (supply_down(s))
         fail_waiting(s);
     if (s->stopping)
@@ -229,7 +238,8 @@ static void supply_ok(struct sup *s)
 {
     if (s->supply_fails == 0)
         return;
-    log_notice("workers start again (after %u failures in a row)", s->supply_fails);
+    if (supply_down(s))     /* executions were being refused: say it ended */
+        log_notice("workers start again (after %u failures in a row)", s->supply_fails);
     s->supply_fails = 0;
     s->supply_hold = 0;
     ev_timer_stop(s->loop, &s->supply_timer);

@@ -61,6 +61,8 @@ struct sup {
     ev_tstamp supply_hold;        /* no spawn request (or zygote start) before this */
     ev_timer supply_timer;        /* fires at supply_hold */
     char     supply_why[160];     /* the last failure, for logs and answers */
+    ev_tstamp supply_logged;      /* when a failure was last logged */
+    unsigned supply_quiet;        /* failures not logged since then */
     ev_timer pool_check;          /* the warm pool's liveness check */
 
     /* scheduling (see header comment) */
