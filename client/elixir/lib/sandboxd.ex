@@ -628,7 +628,9 @@ defmodule Sandboxd do
         {:error, reason} ->
           Process.demonitor(tag, [:flush])
           flush(tag)
-          {:error, Error.unavailable("cannot send to sandboxd (#{inspect(reason)})", reason)}
+          # nothing reached the daemon: {:send, _} tells a caller it may retry
+          {:error,
+           Error.unavailable("cannot send to sandboxd (#{inspect(reason)})", {:send, reason})}
       end
     end
   end

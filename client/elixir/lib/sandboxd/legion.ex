@@ -177,7 +177,7 @@ defmodule Sandboxd.Legion do
     end
   end
 
-  defp eval(code, timeout_ms, modules, bindings, limits) do
+  defp eval(code, timeout_ms, modules, bindings, limits, retry? \\ true) do
     with {:ok, conn} <- connection() do
       opts = [
         tools: toolset(modules, "any_function_names" in Sandboxd.features(conn)),
@@ -188,8 +188,17 @@ defmodule Sandboxd.Legion do
       ]
 
       case Sandboxd.execute(conn, code, opts) do
-        {:ok, r} -> {:ok, {r.value, r.bindings}}
-        {:error, e} -> {:error, reason(e)}
+        {:ok, r} ->
+          {:ok, {r.value, r.bindings}}
+
+        # The request never reached the daemon (the shared connection died
+        # just before: a daemon restart): once more on a new connection.
+        {:error, %Error{kind: :unavailable, reason: {:send, _}}} when retry? ->
+          Sandboxd.close(conn)
+          eval(code, timeout_ms, modules, bindings, limits, false)
+
+        {:error, e} ->
+          {:error, reason(e)}
       end
     else
       {:error, e} -> {:error, reason(e)}
