@@ -1,6 +1,6 @@
 -- expect: error memory_limit
 -- limits: {"max_heap": 16777216, "max_reductions": "infinity", "cpu_ms": "infinity"}
--- timeout_ms: 2000
+-- timeout_ms: 20000
 -- why: catch the heap limit with pcall, then loop with no instruction budget; memory_limit is sticky and uncatchable (a naive build hangs to the timeout)
 local ok = pcall(function()
   local t = {}

@@ -1,6 +1,6 @@
 -- expect: error memory_limit
 -- limits: {"max_heap": 16777216, "max_reductions": "infinity", "cpu_ms": "infinity"}
--- timeout_ms: 2000
+-- timeout_ms: 20000
 -- why: catch the heap limit with xpcall (handler returns normally), then loop; memory_limit must end the run
 local ok = xpcall(function()
   local t = {}

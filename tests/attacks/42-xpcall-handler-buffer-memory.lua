@@ -1,6 +1,6 @@
 -- expect: error memory_limit
 -- limits: {"max_heap": 33554432, "max_reductions": "infinity", "cpu_ms": "infinity"}
--- timeout_ms: 3000
+-- timeout_ms: 20000
 -- output_lacks: escaped
 -- why: a heap refusal while a luaL_Buffer grows is an ordinary runtime error (F7) that reaches xpcall's handler; a handler that replaces the message must not turn memory_limit into a plain error
 local keep = {}

@@ -14,8 +14,13 @@ Each file is one attack with its expected (safe) outcome in a header of
   output_max_len:    the captured output is at most this many bytes
   output_truncated:  true | false
   limits:            JSON object: the execute's limits
-  timeout_ms:        the execute's timeout (scaled by sbx.SCALE)
-  max_wall_ms:       the answer must arrive within this (scaled) time
+  timeout_ms:        the attack's time budget (scaled by sbx.SCALE): the
+                     execute's timeout when a timeout is the expected outcome
+                     (or limits sets cpu_ms); otherwise its cpu_ms, with the
+                     wall clock limit only a safety net (CPU_BUDGET_WALL_MS)
+  max_wall_ms:       the answer must arrive within this (scaled) time; where
+                     the budget is CPU time, the execution's own CPU time
+                     (stats.cpu_us) is held to it instead
   tools:             JSON array: tools for the execute; every function echoes its
                      first argument
   inspect:           checks made from /proc on every worker that runs while the
@@ -57,6 +62,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ATTACK_DIR = os.path.join(os.path.dirname(HERE), "attacks")
 SCALE = sbx.SCALE
 DEFAULT_TIMEOUT_MS = 10000
+# A wall clock limit cannot tell a defence that failed from a machine that is
+# busy (a worker at nice 10 gets little of a loaded CPU), so an attack whose
+# expected outcome is not a timeout gets its budget as CPU time: a failed
+# defence still ends, as cpu_limit (a kind it does not expect), and a slow
+# machine only makes it take longer.  The wall clock limit is then this.
+# Attacks that must run without any count hook (cpu_ms and max_reductions
+# "infinity") can only have a wall clock budget: theirs are generous (a failed
+# defence hangs to it; a loaded machine needs far less).
+CPU_BUDGET_WALL_MS = 120000
 PARALLEL = 8
 SECRET_ENV = "SANDBOXD_ATTACK_SECRET"
 
@@ -101,8 +115,16 @@ class Attack:
         self.tools = json.loads(h["tools"]) if "tools" in h else None
         self.timeout_ms = int(h.get("timeout_ms", DEFAULT_TIMEOUT_MS)) * SCALE
         self.max_wall = int(h["max_wall_ms"]) * SCALE / 1000.0 if "max_wall_ms" in h else None
+        self.cpu_budget = not ({"timeout", "cpu_limit"} & set(self.kinds or [])) and \
+            "cpu_ms" not in (self.limits or {})
         if "value" in h:
             self.value = json.loads(h["value"])
+
+    def budget(self):
+        """(limits, timeout_ms) for the execute."""
+        if not self.cpu_budget:
+            return self.limits, self.timeout_ms
+        return dict(self.limits or {}, cpu_ms=self.timeout_ms), CPU_BUDGET_WALL_MS * SCALE
 
     def __repr__(self):
         return self.name
@@ -222,11 +244,12 @@ def run_attack(daemon, client, a):
         watcher.start()
         tools = (tools or []) + [{"name": "Inspect", "functions": ["seen"]}]
         handlers["Inspect.seen"] = lambda args: bool(seen)
+    limits, timeout_ms = a.budget()
     t0 = time.monotonic()
     try:
-        r = client.execute(a.code, tools=tools, limits=a.limits, timeout_ms=a.timeout_ms,
+        r = client.execute(a.code, tools=tools, limits=limits, timeout_ms=timeout_ms,
                            handlers=handlers,
-                           timeout=a.timeout_ms / 1000.0 + 15 * SCALE)
+                           timeout=timeout_ms / 1000.0 + 15 * SCALE)
     finally:
         stop.set()
         if watcher:
@@ -280,7 +303,11 @@ def check_response(a, r, wall):
     if isinstance(max_heap, int) and isinstance(stats, dict) and \
             isinstance(stats.get("heap_peak_bytes"), int) and stats["heap_peak_bytes"] > max_heap:
         fails.append("stats.heap_peak_bytes %d exceeds max_heap %d" % (stats["heap_peak_bytes"], max_heap))
-    if a.max_wall is not None and wall > a.max_wall:
+    if a.max_wall is not None and a.cpu_budget:
+        cpu = stats.get("cpu_us", 0) / 1e6 if isinstance(stats, dict) else 0
+        if cpu > a.max_wall:
+            fails.append("ran for %.2fs of CPU time (max %.2fs)" % (cpu, a.max_wall))
+    elif a.max_wall is not None and wall > a.max_wall:
         fails.append("answered after %.2fs (max %.2fs)" % (wall, a.max_wall))
     return fails
 
