@@ -11,7 +11,8 @@
  * A daemon started from a terminal (make run) stops when that terminal goes
  * away: a SIGHUP that finds the controlling terminal gone is a hangup, not a
  * reload request (see terminal_gone).  A service has no controlling terminal
- * and SIGHUP always reloads.  The zygote and the workers are in a session of
+ * and SIGHUP always reloads.  SIGINT and SIGHUP ignored at start (nohup)
+ * stay ignored.  The zygote and the workers are in a session of
  * their own and never get the terminal's signals (daemon/zygote.c).
  */
 #include <errno.h>
@@ -271,6 +272,18 @@ static void raise_fd_limit(void)
     }
 }
 
+/* SIGINT or SIGHUP ignored when the daemon was started (nohup, a shell's
+ * background job, scripts/run) stays ignored.  It must be asked before the
+ * loop watches it: the loop blocks what it watches and reads it from a
+ * signalfd, and a blocked signal is queued even when its action is to
+ * ignore it. */
+static int ignored_at_start(int sig)
+{
+    struct sigaction sa;
+
+    return sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
+}
+
 static void signal_watch(struct sup *s, ev_signal *w, void (*cb)(struct ev_loop *, ev_signal *, int),
                          int sig)
 {
@@ -341,8 +354,10 @@ int main(int argc, char **argv)
     /* SIGCHLD is watched before the zygote exists, so no exit is missed. */
     signal_watch(s, &s->sig_chld, sigchld_cb, SIGCHLD);
     signal_watch(s, &s->sig_term, stop_cb, SIGTERM);
-    signal_watch(s, &s->sig_int, stop_cb, SIGINT);
-    signal_watch(s, &s->sig_hup, sighup_cb, SIGHUP);
+    if (!ignored_at_start(SIGINT))
+        signal_watch(s, &s->sig_int, stop_cb, SIGINT);
+    if (!ignored_at_start(SIGHUP))
+        signal_watch(s, &s->sig_hup, sighup_cb, SIGHUP);
     if (zygote_start(s) < 0 ||
         server_listen(s, s->socket_override ? s->socket_override : s->cfg.socket) < 0) {
         teardown(s);

@@ -1130,3 +1130,39 @@ def test_closing_the_terminal_stops_make_run(tmp_path):
         if master is not None:
             os.close(master)
         log.close()
+
+
+def test_signals_ignored_at_start_stay_ignored(tmp_path):
+    """nohup sandboxd (SIGHUP ignored) survives its terminal and does not
+    reload; a shell's background job (SIGINT ignored) is not stopped by the
+    terminal's Ctrl-C.  The loop reads signals from a signalfd, where even an
+    ignored signal would arrive, so the daemon must ask at start."""
+    tmp = str(tmp_path)
+    conf = _run_config(tmp)
+    sock = os.path.join(tmp, "s.sock")
+    logpath = os.path.join(tmp, "log")
+
+    def ignore():
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    with open(logpath, "wb") as log:
+        proc = subprocess.Popen([SANDBOXD_BIN, "-c", conf, "-s", sock], stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=log, start_new_session=True, preexec_fn=ignore)
+    try:
+        wait_until(lambda: os.path.exists(sock), 10, "the socket")
+        for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGHUP):
+            os.kill(proc.pid, sig)
+        with sbx.Client(sock) as c:             # the loop has read its signalfd since
+            c.ping()
+            c.ping()
+        time.sleep(0.2)
+        text = open(logpath).read()
+        assert proc.poll() is None, text
+        assert "SIGHUP" not in text and "stopping" not in text, text
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30 * SCALE) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
