@@ -6,6 +6,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -170,6 +171,15 @@ test('globals persist between calls; reset clears them', async () => {
   assert.equal(value(r), null);
 });
 
+test('execute_lua calls run one at a time, in the order they arrive', async () => {
+  const first = bridge.lua("toy.slow({ms = 300}); order = (order or '') .. 'a'; return order", { args: { reset: true } });
+  await new Promise((r) => setTimeout(r, 50));
+  const second = bridge.lua("order = (order or '') .. 'b'; return order");
+  const [a, b] = await Promise.all([first, second]);
+  assert.equal(value(a), 'a');
+  assert.equal(value(b), 'ab');
+});
+
 test('an oversized downstream result is a catchable Lua error', async () => {
   const v = value(await bridge.lua(`
     local ok, err = pcall(toy.big, {n = 2000000})
@@ -248,6 +258,25 @@ test('the downstream servers stop with the bridge', async () => {
   await until(() => procsWith(own).length === 0, 5000 * SCALE, 'the downstream servers to exit');
   await until(() => !fs.existsSync(`/proc/${b.pid}`) || /Z/.test(fs.readFileSync(`/proc/${b.pid}/stat`, 'utf8').split(') ')[1][0]),
     5000 * SCALE, 'the bridge to exit');
+});
+
+test('the bridge exits, stopping its servers, when the host closes its stdin', async () => {
+  const own = `eof-marker-${process.pid}`;
+  const cfg = path.join(tmp, 'eof.json');
+  fs.writeFileSync(cfg, JSON.stringify({ mcpServers: { toy: { command: process.execPath, args: [TOY, own] } } }));
+  const child = spawn(process.execPath, [BIN, '--config', cfg, '--socket', d.socketPath], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (c) => { stderr += c; });
+  await until(() => /serving execute_lua/.test(stderr), undefined, 'the bridge to serve');
+  assert.equal(procsWith(own).length, 1);
+  child.stdin.end(); // no signal: only the end of its input
+  try {
+    await until(() => child.exitCode !== null || child.signalCode !== null, 5000 * SCALE, 'the bridge to exit');
+  } finally {
+    child.kill('SIGKILL');
+  }
+  assert.deepEqual([child.exitCode, child.signalCode], [0, null]);
+  await until(() => procsWith(own).length === 0, 5000 * SCALE, 'the downstream server to exit');
 });
 
 test('the bridge stops its servers on SIGTERM too', async () => {

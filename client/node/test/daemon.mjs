@@ -32,6 +32,9 @@ export const DEFAULTS = {
   ceilings: { timeout_ms: 120000 * SCALE },
 };
 
+// ASan, LeakSanitizer and UBSan reports (as tests/integration/conftest.py looks for them)
+const SANITIZER = /ERROR: AddressSanitizer|ERROR: LeakSanitizer|\.(c|h):\d+:\d+: runtime error:/;
+
 function render(cfg) {
   return Object.entries(cfg).map(([sec, vals]) =>
     `[${sec}]\n` + Object.entries(vals).map(([k, v]) => `${k} = ${v}`).join('\n') + '\n').join('\n');
@@ -89,6 +92,7 @@ export class Daemon {
       ? r() : this.proc.once('exit', () => r())));
   }
 
+  /** SIGTERM, wait, remove the directory; throws on a sanitizer report in the log. */
   async stop() {
     if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) {
       const done = new Promise((r) => this.proc.once('exit', r));
@@ -97,7 +101,10 @@ export class Daemon {
       await done;
       clearTimeout(t);
     }
+    const log = this.log();
     fs.rmSync(this.dir, { recursive: true, force: true });
+    const m = SANITIZER.exec(log);
+    if (m) throw new Error(`sanitizer report in sandboxd's log:\n${log.slice(Math.max(0, m.index - 200), m.index + 4000)}`);
   }
 }
 

@@ -43,3 +43,18 @@ test("the README's example prints 21 2", async () => {
     await d.stop();
   }
 });
+
+test('an idle client does not keep the process alive (no close() needed)', async () => {
+  const d = await startDaemon();
+  const script = `import { Client } from ${JSON.stringify(path.join(HERE, '..', 'src', 'index.js'))};
+    const c = new Client({ socketPath: ${JSON.stringify(d.socketPath)} });
+    console.log((await c.execute('return T.f()', { tools: { T: { f: () => 7 } } })).value);`;
+  const file = path.join(d.dir, 'noclose.mjs');
+  fs.writeFileSync(file, script);
+  try {
+    const { stdout } = await run(process.execPath, [file], { timeout: 10000 });
+    assert.equal(stdout, '7\n');
+  } finally {
+    await d.stop();
+  }
+});
