@@ -52,28 +52,51 @@ test('parallel: several tool calls of one execution at once, answered out of ord
     t.skip('daemon without the "parallel" feature');
     return;
   }
-  let inFlight = 0;
-  let maxInFlight = 0;
-  let releaseFirst;
-  const firstWaits = new Promise((r) => { releaseFirst = r; });
+  // every call waits until all three are outstanding, then they are
+  // answered last first: only concurrent serving can finish this
+  let arrived = 0;
+  let allIn;
+  const all = new Promise((r) => { allIn = r; });
+  const order = [];
   const tools = {
     T: {
       slow: async (k) => {
-        inFlight++;
-        maxInFlight = Math.max(maxInFlight, inFlight);
-        if (k === 1) await firstWaits;
-        else releaseFirst();
-        inFlight--;
+        if (++arrived === 3) allIn();
+        await all;
+        await new Promise((r) => setTimeout(r, (4 - k) * 30));
+        order.push(k);
         return k * 10;
       },
     },
   };
   const r = await client.execute(
     'return parallel(function() return T.slow(1) end, function() return T.slow(2) end, function() return T.slow(3) end)',
-    { tools });
+    { tools, timeoutMs: 5000 });
   assert.deepEqual(r.value, [10, 20, 30]);
-  assert.equal(maxInFlight, 3);
+  assert.deepEqual(order, [3, 2, 1]);
   assert.equal(r.stats.tool_calls, 3);
+});
+
+test('parallel: cancelling with several calls outstanding aborts each tool signal', async (t) => {
+  if (!features.has('parallel')) {
+    t.skip('daemon without the "parallel" feature');
+    return;
+  }
+  const signals = [];
+  const ac = new AbortController();
+  const p = client.execute('return parallel(function() return T.wait() end, function() return T.wait() end, function() return T.wait() end)', {
+    signal: ac.signal,
+    tools: { T: { wait: (ctx) => { signals.push(ctx.signal); return new Promise(() => {}); } } },
+  });
+  await until(() => signals.length === 3, undefined, 'three outstanding calls');
+  ac.abort();
+  await assert.rejects(p, (e) => e.kind === 'cancelled' && e.stats?.tool_calls === 3);
+  assert.ok(signals.every((s) => s.aborted));
+  // a tool error inside parallel is raised after all have finished, catchable
+  const r = await client.execute(`
+    local ok, err = pcall(parallel, function() return T.ok() end, function() return T.bad() end)
+    return ok, err`, { tools: { T: { ok: () => 1, bad: () => { throw new Error('nope'); } } } });
+  assert.deepEqual(r.value, [false, 'T.bad: nope']);
 });
 
 test('live output through onOutput (or Unsupported without the feature)', async (t) => {
