@@ -22,8 +22,11 @@ defmodule Sandboxd do
   reader, so they see that process's dictionary, `self()`, and anything found
   through its ancestry (such as Legion's per-agent Vault). Tool calls of one
   execution run one at a time, in the order they arrive (also under the
-  daemon's `parallel`, whose calls then run in turn). If the waiting process
-  dies, its executions are cancelled.
+  daemon's `parallel`, whose calls then run in turn), unless `tool_calls:
+  :concurrent` is given: then each call runs in a process spawned by the
+  waiting one (its `$callers` and `:parent` lead back to it), so the calls
+  of `parallel` overlap. If the waiting process dies, its executions are
+  cancelled.
 
   ## Errors
 
@@ -56,7 +59,7 @@ defmodule Sandboxd do
 
   defmodule Pending do
     @moduledoc "An execution in flight, from `Sandboxd.execute_async/3`."
-    defstruct [:conn, :id, :tag, :owner, :tools, :refs, :on_output, :deadline]
+    defstruct [:conn, :id, :tag, :owner, :tools, :refs, :on_output, :deadline, concurrent: false]
     @type t :: %__MODULE__{}
   end
 
@@ -221,6 +224,9 @@ defmodule Sandboxd do
     * `:modules` - `%{"Elixir.Name" => Name}`: objects in tool arguments and
       in the value whose `"__module"` is one of these become the module atom
       (tools given as modules are added automatically).
+    * `:tool_calls` - `:serial` (default: each call in the waiting process,
+      one at a time) or `:concurrent` (each call in a process spawned by the
+      waiting one, so calls made under `parallel` run at once).
     * `:client_timeout` - how long to wait for the answer before cancelling,
       in ms (default: `timeout_ms` + 5000, or `:infinity` with `timeout_ms:
       :infinity`). Queue time counts here, not in the daemon's `timeout_ms`.
@@ -285,6 +291,7 @@ defmodule Sandboxd do
          tools: dispatch,
          refs: refs,
          on_output: opts[:on_output],
+         concurrent: Keyword.get(opts, :tool_calls, :serial) == :concurrent,
          deadline: deadline(opts)
        }}
     end
@@ -336,31 +343,90 @@ defmodule Sandboxd do
   defp min_deadline(:infinity, b), do: b
   defp min_deadline(a, b), do: min(a, b)
 
-  defp loop(%Pending{tag: tag} = p, deadline, aborted) do
+  # aborted: {:throw, v} / {:exit, r} once a tool escaped that way;
+  # running: the processes serving tool calls (tool_calls: :concurrent),
+  # pid => {monitor ref, call id}.
+  defp loop(p, deadline, aborted, running \\ %{})
+
+  defp loop(%Pending{tag: tag} = p, deadline, aborted, running) do
     receive do
       {^tag, {:tool_call, cid, params}} ->
-        loop(p, deadline, serve(p, cid, params) || aborted)
+        if p.concurrent do
+          {pid, mref} = spawn_serve(p, cid, params)
+          loop(p, deadline, aborted, Map.put(running, pid, {mref, cid}))
+        else
+          loop(p, deadline, serve(p, cid, params) || aborted, running)
+        end
+
+      {{:tool_done, ^tag}, pid, escaped} when is_map_key(running, pid) ->
+        {mref, _cid} = running[pid]
+        Process.demonitor(mref, [:flush])
+        loop(p, deadline, aborted || escaped, Map.delete(running, pid))
+
+      {:DOWN, _mref, :process, pid, reason} when is_map_key(running, pid) ->
+        {_mref, cid} = running[pid]
+        answer = {:error, "the tool's process ended: #{inspect(reason)}", false}
+        :gen_tcp.send(p.conn.socket, answer_line(cid, answer, p.conn.info))
+        loop(p, deadline, aborted, Map.delete(running, pid))
 
       {^tag, {:output, text}} ->
         if p.on_output, do: p.on_output.(text)
-        loop(p, deadline, aborted)
+        loop(p, deadline, aborted, running)
 
       {^tag, {:reply, resp}} ->
         Process.demonitor(tag, [:flush])
+        stop_tools(running)
+        flush({:tool_done, tag})
         reply(resp, p, aborted)
 
       {^tag, {:closed, reason}} ->
         Process.demonitor(tag, [:flush])
+        stop_tools(running)
 
         {:error,
          Error.unavailable("the connection to sandboxd was lost (#{inspect(reason)})", reason)}
 
       {:DOWN, ^tag, :process, _, reason} ->
+        stop_tools(running)
+
         {:error,
          Error.unavailable("the connection to sandboxd was lost (#{inspect(reason)})", reason)}
     after
-      wait_ms(deadline) -> give_up(p)
+      wait_ms(deadline) ->
+        stop_tools(running)
+        give_up(p)
     end
+  end
+
+  # A tool call served by a process spawned here (so still in this
+  # process's tree: its $callers and :parent lead back to the caller); it
+  # answers the daemon itself and reports how the tool ended.
+  defp spawn_serve(%Pending{tag: tag} = p, cid, params) do
+    owner = self()
+    callers = [owner | Process.get(:"$callers", [])]
+
+    # The waiter hears how the tool ended before the daemon can see the
+    # answer, so a throw is known when the daemon reports the abort.
+    spawn_monitor(fn ->
+      Process.put(:"$callers", callers)
+      {line, escaped} = answer(p, cid, params)
+      send(owner, {{:tool_done, tag}, self(), escaped})
+      :gen_tcp.send(p.conn.socket, line)
+    end)
+  end
+
+  # Calls still running when the execution ended (a limit, a cancel): the
+  # daemon would ignore their answers, so they are stopped, as the tools
+  # of a Legion eval die with it.
+  defp stop_tools(running) when map_size(running) == 0, do: :ok
+
+  defp stop_tools(running) do
+    for {pid, {mref, _cid}} <- running do
+      Process.demonitor(mref, [:flush])
+      Process.exit(pid, :kill)
+    end
+
+    :ok
   end
 
   defp wait_ms(:infinity), do: :infinity
@@ -388,6 +454,7 @@ defmodule Sandboxd do
   defp flush(tag) do
     receive do
       {^tag, _} -> flush(tag)
+      {^tag, _, _} -> flush(tag)
     after
       0 -> :ok
     end
@@ -415,6 +482,13 @@ defmodule Sandboxd do
   # Serves one tool call in this process.  Returns {:throw, v} / {:exit, r}
   # when the tool escaped that way (the execution is then aborted), else nil.
   defp serve(p, cid, params) do
+    {line, escaped} = answer(p, cid, params)
+    :gen_tcp.send(p.conn.socket, line)
+    escaped
+  end
+
+  # Runs the tool: its answer line for the daemon, and how it escaped.
+  defp answer(p, cid, params) do
     {answer, escaped} =
       with {:ok, {arities, fun}} <- lookup(p.tools, params),
            args = Value.from_json(List.wrap(params["args"]), p.refs),
@@ -424,8 +498,7 @@ defmodule Sandboxd do
         {:error, message} -> {{:error, message, false}, nil}
       end
 
-    :gen_tcp.send(p.conn.socket, answer_line(cid, answer, p.conn.info))
-    escaped
+    {answer_line(cid, answer, p.conn.info), escaped}
   end
 
   defp lookup(tools, %{"tool" => t, "function" => f}) do

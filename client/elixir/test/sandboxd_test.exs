@@ -277,4 +277,82 @@ defmodule SandboxdTest do
     assert {:ok, %{"a" => [nil, 1, f, "é", %{}]}} = Sandboxd.JSON.decode(line)
     assert is_float(f)
   end
+
+  describe "parallel (when the daemon has it)" do
+    # a() waits until b() has been called: only calls served at once finish
+    # it; served one after another, a() gives up first.
+    defp rendezvous_tools do
+      coord =
+        spawn(fn ->
+          receive do
+            {:a, pa} ->
+              receive do
+                {:b, _} -> send(pa, :go)
+              end
+          end
+        end)
+
+      %{
+        "T" => %{
+          "a" => fn ->
+            send(coord, {:a, self()})
+
+            receive do
+              :go -> "a"
+            after
+              300 -> "a gave up"
+            end
+          end,
+          "b" => fn -> send(coord, {:b, self()}) && "b" end,
+          "who" => fn -> inspect(self()) end
+        }
+      }
+    end
+
+    @code "return parallel(function() return T.a() end, function() return T.b() end)"
+
+    test "tool_calls: :concurrent runs the calls of parallel at once, in processes of the caller",
+         %{conn: conn} do
+      if "parallel" in Sandboxd.features(conn) do
+        assert {:ok, %Result{value: ["a", "b"]}} =
+                 Sandboxd.execute(conn, @code, tools: rendezvous_tools(), tool_calls: :concurrent)
+
+        me = inspect(self())
+
+        assert {:ok, %Result{value: [w1, w2]}} =
+                 Sandboxd.execute(conn, "return parallel(T.who, T.who)",
+                   tools: rendezvous_tools(),
+                   tool_calls: :concurrent
+                 )
+
+        assert w1 != me and w2 != me and w1 != w2
+      end
+    end
+
+    test "by default the calls of parallel run one at a time in the caller", %{conn: conn} do
+      if "parallel" in Sandboxd.features(conn) do
+        assert {:ok, %Result{value: ["a gave up", "b"]}} =
+                 Sandboxd.execute(conn, @code, tools: rendezvous_tools())
+
+        me = inspect(self())
+
+        assert {:ok, %Result{value: [^me, ^me]}} =
+                 Sandboxd.execute(conn, "return parallel(T.who, T.who)", tools: rendezvous_tools())
+      end
+    end
+
+    test "a concurrent tool that throws still ends the execution as tool_aborted", %{conn: conn} do
+      if "parallel" in Sandboxd.features(conn) do
+        tools = %{
+          "T" => %{"t" => fn -> throw(:stop) end, "slow" => fn -> Process.sleep(5000) end}
+        }
+
+        assert {:error, %Error{kind: :tool_aborted, reason: {:throw, :stop}}} =
+                 Sandboxd.execute(conn, "return parallel(T.slow, T.t)",
+                   tools: tools,
+                   tool_calls: :concurrent
+                 )
+      end
+    end
+  end
 end

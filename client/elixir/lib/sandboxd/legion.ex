@@ -33,7 +33,10 @@ defmodule Sandboxd.Legion do
   `extra_allowed_modules/0`; any other module is reference-only; Erlang
   modules are left out. Tool functions run in a process spawned by the
   caller of `execute/5` (through `Legion.Sandbox.Runner` when Legion is
-  loaded), never in the connection's process.
+  loaded), never in the connection's process; one at a time by default, as
+  under `Legion.Sandbox.Lua`, or each in a process spawned from that one with
+  `config :sandboxd, tool_calls: :concurrent`, so that the calls a chunk
+  makes under `parallel(f1, f2, ...)` run at once.
 
   The differences from `Legion.Sandbox.Lua` are listed in the package README.
   """
@@ -184,7 +187,8 @@ defmodule Sandboxd.Legion do
         bindings: Bindings.to_wire(bindings),
         timeout_ms: timeout(timeout_ms, conn),
         limits: Sandboxd.Legion.Limits.map(limits, conn.info),
-        client_timeout: if(is_integer(timeout_ms), do: timeout_ms + @grace_ms, else: :infinity)
+        client_timeout: if(is_integer(timeout_ms), do: timeout_ms + @grace_ms, else: :infinity),
+        tool_calls: Application.get_env(:sandboxd, :tool_calls, :serial)
       ]
 
       case Sandboxd.execute(conn, code, opts) do

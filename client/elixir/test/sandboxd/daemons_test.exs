@@ -31,6 +31,19 @@ defmodule Sandboxd.DaemonsTest do
     d
   end
 
+  # Waits until the daemon's one worker is taken (pool_size 0: a worker
+  # exists only while it runs an execution), asking describe, which takes
+  # no worker itself.
+  defp wait_busy(conn) do
+    assert wait_until(
+             fn ->
+               {:ok, %{"state" => state}} = Sandboxd.describe(conn)
+               state["workers"] >= 1
+             end,
+             5000
+           )
+  end
+
   defp wait_until(fun, deadline_ms) do
     t0 = System.monotonic_time(:millisecond)
 
@@ -54,7 +67,8 @@ defmodule Sandboxd.DaemonsTest do
     d = one_worker_daemon()
     {:ok, conn} = Sandboxd.connect(socket: d.socket)
     {:ok, hog} = Sandboxd.execute_async(conn, "while true do end", timeout_ms: 20_000)
-    Process.sleep(100)
+    {:ok, probe} = Sandboxd.connect(socket: d.socket)
+    wait_busy(probe)
 
     with_socket(d.socket, fn ->
       assert {:error, m} = L.execute("return 1", 5000, [EchoTool], [], [])
@@ -77,8 +91,7 @@ defmodule Sandboxd.DaemonsTest do
       end)
 
     assert_receive :started
-    Process.sleep(100)
-    assert {:error, %Error{kind: :busy}} = Sandboxd.execute(conn, "return 1")
+    wait_busy(conn)
     Process.exit(pid, :kill)
 
     assert {:ok, %Result{value: 1}} =
@@ -96,9 +109,11 @@ defmodule Sandboxd.DaemonsTest do
   test "a Legion caller killed mid-execution (as Legion's Runner kills on timeout) frees the worker" do
     d = one_worker_daemon()
 
+    {:ok, probe} = Sandboxd.connect(socket: d.socket)
+
     with_socket(d.socket, fn ->
       pid = spawn(fn -> L.execute("while true do end", 20_000, [EchoTool], [], []) end)
-      Process.sleep(150)
+      wait_busy(probe)
       Process.exit(pid, :kill)
 
       assert {:ok, {1, _}} =
@@ -147,7 +162,12 @@ defmodule Sandboxd.DaemonsTest do
       assert {:ok, {1, _}} = L.execute("return 1", 5000, [], [], [])
       Sandboxd.TestDaemon.stop(d1)
       d2 = Sandboxd.TestDaemon.start(%{}, socket: socket)
-      on_exit(fn -> Sandboxd.TestDaemon.stop(d2) end)
+
+      on_exit(fn ->
+        Sandboxd.TestDaemon.stop(d2)
+        File.rm_rf(dir)
+      end)
+
       assert {:ok, {2, _}} = L.execute("return 2", 5000, [], [], [])
     end)
   end
@@ -205,6 +225,52 @@ defmodule Sandboxd.DaemonsTest do
     after
       Application.delete_env(:sandboxd, :legion_runner)
       Application.delete_env(:sandboxd, :runner_report)
+    end
+  end
+
+  test "config :sandboxd, tool_calls: :concurrent lets Legion tools under parallel run at once" do
+    coord = fn ->
+      spawn(fn ->
+        Process.register(self(), :sandboxd_test_coord)
+
+        receive do
+          {:a, pa} ->
+            receive do
+              {:b, _} -> send(pa, :go)
+            end
+        end
+      end)
+    end
+
+    code =
+      "return parallel(function() return EchoTool.ra() end, function() return EchoTool.rb() end)"
+
+    {:ok, conn} = Sandboxd.connect()
+
+    if "parallel" in Sandboxd.features(conn) do
+      c = coord.()
+      assert {:ok, {["a gave up", "b"], _}} = L.execute(code, 5000, [EchoTool], [], [])
+      Process.exit(c, :kill)
+      Process.sleep(10)
+
+      Application.put_env(:sandboxd, :tool_calls, :concurrent)
+
+      try do
+        coord.()
+        assert {:ok, {["a", "b"], _}} = L.execute(code, 5000, [EchoTool], [], [])
+        Process.put("agent_id", "agent-3")
+
+        assert {:ok, {["agent-3", "agent-3"], _}} =
+                 L.execute(
+                   "return parallel(function() return EchoTool.dict('agent_id') end, function() return EchoTool.dict('agent_id') end)",
+                   5000,
+                   [EchoTool],
+                   [],
+                   []
+                 )
+      after
+        Application.delete_env(:sandboxd, :tool_calls)
+      end
     end
   end
 end

@@ -36,6 +36,20 @@ defmodule Sandboxd.Test.EchoTool do
   def priority, do: Process.info(self(), :priority) |> elem(1)
   def dict(key), do: Sandboxd.Test.VaultLike.get(key)
   def callers, do: Enum.map(Process.get(:"$callers", []), &inspect/1)
+
+  # ra() returns "a" only once rb() has been called meanwhile (a process
+  # registered as :sandboxd_test_coord pairs them): calls served at once.
+  def ra do
+    send(:sandboxd_test_coord, {:a, self()})
+
+    receive do
+      :go -> "a"
+    after
+      300 -> "a gave up"
+    end
+  end
+
+  def rb, do: send(:sandboxd_test_coord, {:b, self()}) && "b"
 end
 
 defmodule Sandboxd.Test.OtherTool do
