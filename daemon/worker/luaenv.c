@@ -27,18 +27,80 @@
 #define MSG_CPU        "cpu limit exceeded"
 #define MSG_BUFFER     "not enough memory for buffer allocation"  /* lauxlib's text */
 
-/* A new long string is one allocation of header + length + 1; the header is
- * well under this slack, so a string is refused only when its length itself
- * is over the cap (give or take the slack). */
-#define STRING_SLACK   64
+#define PROBE_LEN      100    /* luaenv_new(): a string this long measures the header */
 
 #define HOOK_PERIOD    1000   /* instructions between hook calls */
 #define CPU_EVERY      16     /* hook calls between CPU-time checks */
 #define GC_PAUSE_CAPPED 100   /* with a heap cap: start a cycle right after the last */
 
+/* A full collection costs about as much CPU as one VM instruction per 6 to
+ * 25 bytes of heap (measured for closures, tables and strings on the state's
+ * own objects: bench/gc_bill.lua); it is billed at the dearest rate, rounded
+ * down to a power of two. */
+#define GC_BYTES_PER_REDUCTION 4
+
+static uint64_t cpu_now_us(void);
+
+/*
+ * Bill a full collection of a heap of `heap` bytes to the instruction budget
+ * and check the CPU budget (the hook checks it only every CPU_EVERY periods,
+ * and one collection can take tens of milliseconds).  Sets the fatal flag
+ * when a budget is spent; never raises.  No effect without a budget.
+ */
+static void bill_collection(struct luaenv *e, size_t heap)
+{
+#if defined(MUTATE_GC_BILLING)
+    (void)e;                            /* mutant: collections are free */
+    (void)heap;
+#else
+    if (e->hook_period == 0 || e->fatal != LUAENV_FATAL_NONE)
+        return;
+    e->reductions += (uint64_t)(heap / GC_BYTES_PER_REDUCTION);
+    if (e->max_reductions != 0 && e->reductions > e->max_reductions)
+        e->fatal = LUAENV_FATAL_REDUCTIONS;
+    else if (e->cpu_us != 0 && cpu_now_us() > e->cpu_us)
+        e->fatal = LUAENV_FATAL_CPU;
+#endif
+}
+
+/*
+ * Refusals.  The core (luaM_realloc_) answers a refused request with an
+ * emergency full collection and one retry with the same arguments; the
+ * collection only frees.  So a growth request equal to the last refused one,
+ * with no growth in between, is that retry, and then:
+ *   - the collection that just ran is billed (bill_collection): a loop that
+ *     retries a refused `..` buys a full collection per refusal;
+ *   - a heap refusal of the retry is final: LUA_ERRMEM follows, or
+ *     lua_checkstack swallows it and its caller raises an ordinary error
+ *     ("too many results to unpack", "stack overflow") or reports failure.
+ *     The limit must hold either way, so the fatal flag is set here.
+ * A string refusal stays catchable (the retry is refused the same way).  A
+ * luaL_Buffer grows through the allocator directly, with no collection and
+ * no retry; its refusal is recognised at the boundary (luaenv_catch).
+ */
+static void *refuse(struct luaenv *e, int kind, const void *ptr, size_t osize, size_t nsize,
+                    int retry)
+{
+    e->last_refusal = kind;
+    if (retry) {
+#if !defined(MUTATE_REFUSAL_FINAL)
+        if (kind == LUAENV_REFUSED_HEAP && e->fatal == LUAENV_FATAL_NONE)
+            e->fatal = LUAENV_FATAL_MEMORY;
+#endif
+    } else {
+        e->retry_armed = 1;
+        e->retry_ptr = ptr;
+        e->retry_osize = osize;
+        e->retry_nsize = nsize;
+        e->retry_used = e->used;
+    }
+    return NULL;
+}
+
 /*
  * Allocator.  ptr == NULL means a new block and osize is then a type tag,
- * so the old size is `ptr ? osize : 0`.  Growth is checked against the cap;
+ * so the old size is `ptr ? osize : 0`.  Growth is checked against the caps
+ * (a new string of length n is one block of string_header + n + 1 bytes);
  * shrinks and frees always succeed (Lua assumes they cannot fail, so a
  * failing shrink realloc returns the old block).
  */
@@ -55,26 +117,36 @@ static void *env_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     }
     if (nsize > old) {
         size_t grow = nsize - old;
-#if !defined(MUTATE_STRING_CAP)
-        if (ptr == NULL && osize == LUA_TSTRING && nsize > e->string_cap + STRING_SLACK) {
-            e->last_refusal = LUAENV_REFUSED_STRING;
-            return NULL;
+        int retry = e->retry_armed && ptr == e->retry_ptr && osize == e->retry_osize
+                    && nsize == e->retry_nsize;
+
+        e->retry_armed = 0;
+        if (retry) {
+            bill_collection(e, e->retry_used);
+            if (e->fatal != LUAENV_FATAL_NONE)
+                return refuse(e, LUAENV_REFUSED_HEAP, ptr, osize, nsize, 1);
         }
+        if (e->probing && ptr == NULL && osize == LUA_TSTRING)
+            e->string_header = nsize - PROBE_LEN - 1;
+#if defined(MUTATE_STRING_EXACT)
+        if (ptr == NULL && osize == LUA_TSTRING && nsize > e->string_cap + 64)  /* mutant: slack */
+            return refuse(e, LUAENV_REFUSED_STRING, ptr, osize, nsize, retry);
+#elif !defined(MUTATE_STRING_CAP)
+        if (ptr == NULL && osize == LUA_TSTRING && nsize - e->string_header - 1 > e->string_cap)
+            return refuse(e, LUAENV_REFUSED_STRING, ptr, osize, nsize, retry);
 #endif
 #if !defined(MUTATE_HEAP_CAP)
-        if (e->max_heap != 0 && (grow > e->max_heap || e->used > e->max_heap - grow)) {
-            e->last_refusal = LUAENV_REFUSED_HEAP;
-            return NULL;
-        }
+        if (e->max_heap != 0 && (grow > e->max_heap || e->used > e->max_heap - grow))
+            return refuse(e, LUAENV_REFUSED_HEAP, ptr, osize, nsize, retry);
 #endif
         (void)grow;
-    }
-    p = realloc(ptr, nsize);
-    if (p == NULL) {
-        if (nsize <= old)
+        p = realloc(ptr, nsize);
+        if (p == NULL)      /* the system refused: the same verdict */
+            return refuse(e, LUAENV_REFUSED_HEAP, ptr, osize, nsize, retry);
+    } else {
+        p = realloc(ptr, nsize);
+        if (p == NULL)
             return ptr;                 /* a shrink never fails */
-        e->last_refusal = LUAENV_REFUSED_HEAP;  /* the system refused: same verdict */
-        return NULL;
     }
     e->used = e->used - old + nsize;
     if (e->used > e->peak)
@@ -175,6 +247,26 @@ void luaenv_charge_resume(lua_State *L)
     }
 }
 
+void luaenv_collect(lua_State *L)
+{
+    struct luaenv *e = luaenv_from(L);
+    size_t heap = e->used;
+
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    bill_collection(e, heap);
+    luaenv_check(L);
+}
+
+void luaenv_check(lua_State *L)
+{
+    struct luaenv *e = luaenv_from(L);
+
+    if (e->fatal == LUAENV_FATAL_NONE)
+        return;
+    push_fatal_message(L, e->fatal);
+    luaenv_rethrow(L);
+}
+
 static void set_fatal(struct luaenv *e, int kind)
 {
     if (e->fatal == LUAENV_FATAL_NONE)
@@ -191,6 +283,7 @@ void luaenv_apply(struct luaenv *e, const struct luaenv_limits *lim)
         e->string_cap = lim->max_heap / 2;
     e->peak = e->used;
     e->last_refusal = LUAENV_REFUSED_NONE;
+    e->retry_armed = 0;
     e->fatal = LUAENV_FATAL_NONE;
     e->max_reductions = lim->max_reductions;
     e->cpu_us = lim->cpu_us;
@@ -220,7 +313,7 @@ void luaenv_apply(struct luaenv *e, const struct luaenv_limits *lim)
 void luaenv_finish(struct luaenv *e)
 {
     e->max_heap = 0;
-    e->string_cap = (size_t)-1 - STRING_SLACK;
+    e->string_cap = (size_t)-1 / 2;
     lua_sethook(e->L, NULL, 0, 0);
 }
 
@@ -433,6 +526,13 @@ struct luaenv *luaenv_new(void)
     if (e->L == NULL)
         goto fail;
     lua_atpanic(e->L, env_panic);
+    {                           /* measure a string's allocation header */
+        static const char probe[PROBE_LEN];
+        e->probing = 1;
+        lua_pushlstring(e->L, probe, PROBE_LEN);
+        e->probing = 0;
+        lua_pop(e->L, 1);
+    }
     lua_pushcfunction(e->L, build_env);
     if (lua_pcall(e->L, 0, 0, 0) != LUA_OK)
         goto fail_close;    /* in the zygote no user code ever ran: closing is safe */

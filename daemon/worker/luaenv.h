@@ -28,7 +28,10 @@
  *                   is sent at once as CHAN_OUTPUT frames, up to
  *                   max_output_bytes, then dropped (output_truncated)
  *   string.rep, table.concat   pre-check the result size against the string
- *                   cap and raise the catchable "resulting string too large"
+ *                   cap and raise the catchable "resulting string too large";
+ *                   large results are built with lua_concat (string.rep by
+ *                   doubling, table.concat of up to 4096 items at once), not
+ *                   in a buffer, so a result of the cap fits in the heap
  *   unpack          alias of table.unpack (as in Legion)
  *
  * Limits.  All per-run state hangs off the allocator's ud (this struct), so
@@ -37,19 +40,26 @@
  *             osize is a type tag for new objects); growth past max_heap is
  *             refused; shrinks never fail.
  *   string    a single new string (LUA_TSTRING allocation) longer than
- *             string_cap = min(max_heap/2, 256 MiB) is refused; at the next
- *             protected boundary the "not enough memory" error becomes the
- *             catchable "resulting string too large".
+ *             string_cap = min(max_heap/2, 256 MiB) bytes is refused, exactly
+ *             (the block is string_header + length + 1, the header measured
+ *             at start-up); at the next protected boundary the "not enough
+ *             memory" error becomes the catchable "resulting string too large".
  *   reductions  a count hook (period 1000, charged per period), installed
  *             only when a budget (or a CPU budget) is set; coroutines
  *             created afterwards inherit it.
  *   GC        with a heap cap the collector never idles (pause 100), and
  *             string.rep / table.concat run a full collection first when
  *             their result would not fit: luaL_Buffer growth gets no
- *             emergency collection, and its refusal is fatal.
- * A refusal by the heap cap (LUA_ERRMEM, or the runtime error "not enough
- * memory for buffer allocation" while the last refusal was a heap refusal),
- * an exhausted instruction budget or CPU budget sets `fatal`.  From then on
+ *             emergency collection, and its refusal is fatal.  Every full
+ *             collection (the core's emergency one after a refusal, those of
+ *             string.rep / table.concat) is billed to the budget, one
+ *             reduction per 4 bytes of heap, and checks the CPU budget.
+ * A refusal by the heap cap that is final (the core's retry after its
+ * emergency collection is refused too: set in the allocator, because
+ * lua_checkstack swallows the error and its callers raise ordinary ones), the
+ * runtime error "not enough memory for buffer allocation" while the last
+ * refusal was a heap refusal, an exhausted instruction budget or CPU budget
+ * sets `fatal`.  From then on
  * every protected boundary rethrows and the hook is re-armed with count 1,
  * so no pcall, xpcall, coroutine or load reader can swallow the limit.  The
  * top level classifies by luaenv_fatal(), never by message text.
@@ -98,8 +108,14 @@ struct luaenv {                 /* read by luaenv*.c only; others use the functi
     /* allocator */
     size_t   used, peak;
     size_t   max_heap;          /* 0 = unlimited */
-    size_t   string_cap;
+    size_t   string_cap;        /* longest string allowed, in bytes */
+    size_t   string_header;     /* a string's allocation is header + length + 1 */
+    int      probing;           /* luaenv_new(): measuring string_header */
     int      last_refusal;      /* LUAENV_REFUSED_*, cleared by luaenv_catch() */
+    /* the last refused request, until the next growth (env_alloc) */
+    int      retry_armed;
+    const void *retry_ptr;
+    size_t   retry_osize, retry_nsize, retry_used;
     /* sticky limits */
     int      fatal;             /* enum luaenv_fatal */
     uint64_t max_reductions, reductions, cpu_us;
@@ -152,6 +168,14 @@ int luaenv_rethrow(lua_State *L);
 /* Bill one hook period for a coroutine resume (raises when the budget is
  * spent); see luaenv.c. */
 void luaenv_charge_resume(lua_State *L);
+
+/* A full collection (lua_gc LUA_GCCOLLECT) billed to the budget like the
+ * core's emergency collections (see luaenv.c); raises when that spends it. */
+void luaenv_collect(lua_State *L);
+
+/* Raise the limit (re-arming the hook) if a fatal limit is set: for C code
+ * that saw a refusal it does not raise for (lua_checkstack failing). */
+void luaenv_check(lua_State *L);
 
 /* The same test luaenv_catch() applies, without clearing anything, for
  * message handlers that run before the stack unwinds: would the error value

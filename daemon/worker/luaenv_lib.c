@@ -29,7 +29,7 @@ static void make_room(lua_State *L, size_t need)
     struct luaenv *e = luaenv_from(L);
 
     if (e->max_heap != 0 && (need > e->max_heap || e->used > e->max_heap - need))
-        lua_gc(L, LUA_GCCOLLECT, 0);
+        luaenv_collect(L);
 }
 
 /* Call the original function (upvalue 1) with this call's arguments. */
@@ -108,6 +108,7 @@ static int resume(lua_State *L, lua_State *co, int narg)
     int status, nres;
 
     if (!lua_checkstack(co, narg)) {
+        luaenv_check(L);            /* the growth may have been refused */
         lua_pushliteral(L, "too many arguments to resume");
         return -1;
     }
@@ -124,6 +125,7 @@ static int resume(lua_State *L, lua_State *co, int narg)
         nres = lua_gettop(co);
         if (!lua_checkstack(L, nres + 1)) {
             lua_pop(co, nres);
+            luaenv_check(L);
             lua_pushliteral(L, "too many results to resume");
             return -1;
         }
@@ -363,7 +365,47 @@ static int sb_print(lua_State *L)
     return 0;
 }
 
-/* ---- string.rep, table.concat: size pre-checks ---- */
+/* ---- string.rep, table.concat: size pre-checks, exact at the cap ---- */
+
+/*
+ * The string cap is exact: a result of up to the cap is built, a longer one
+ * raises the catchable "resulting string too large".  The stock functions
+ * build in a luaL_Buffer and then copy it into the string, which needs
+ * twice the result: at the cap (half of max_heap) that alone is the whole
+ * heap.  So large results are built with lua_concat, which writes the new
+ * string directly: string.rep by doubling (the peak is the result and the
+ * half before it), table.concat of up to CONCAT_DIRECT items in one step.
+ */
+#define REP_DIRECT     ((size_t)64 << 10)  /* smaller results: the stock string.rep */
+#define CONCAT_DIRECT  4096                /* items concatenated on the stack */
+
+/* s (index 1) repeated n > 0 times with sep (index 3, a string) between:
+ * r = s, then for each bit of n below its highest, r = r..sep..r, with
+ * ..sep..s appended for a 1 bit.  Each step is one new string. */
+static int rep_by_doubling(lua_State *L, size_t n, size_t len1, size_t lsep)
+{
+    int bit = 0;
+    size_t count = 1;
+
+    while (bit + 1 < (int)(sizeof n * 8) && (n >> (bit + 1)) != 0)
+        bit++;
+    lua_pushvalue(L, 1);
+    while (bit-- > 0) {
+        size_t next = 2 * count + ((n >> bit) & 1);
+        make_room(L, len1 * next + lsep * (next - 1));
+        lua_pushvalue(L, 3);
+        lua_pushvalue(L, -2);
+        if ((n >> bit) & 1) {
+            lua_pushvalue(L, 3);
+            lua_pushvalue(L, 1);
+            lua_concat(L, 5);
+        } else {
+            lua_concat(L, 3);
+        }
+        count = next;
+    }
+    return 1;
+}
 
 static int sb_rep(lua_State *L)
 {
@@ -390,15 +432,27 @@ static int sb_rep(lua_State *L)
     if (lsep > 0 && n - 1 > (cap - total) / lsep)
         return too_large(L);
     total += lsep * (n - 1);
-    make_room(L, total * 2);    /* the buffer, then the string */
-    return call_original(L);
+#if defined(MUTATE_CAP_BUILD)
+    if (1) {                    /* mutant: the stock buffer at any size */
+#else
+    if (total < REP_DIRECT) {
+#endif
+        make_room(L, total * 2);    /* the buffer, then the string */
+        return call_original(L);
+    }
+    lua_settop(L, 3);
+    if (lsep == 0) {
+        lua_pushliteral(L, "");
+        lua_replace(L, 3);
+    }
+    return rep_by_doubling(L, n, l, lsep);
 }
 
 static int sb_concat(lua_State *L)
 {
     size_t cap = luaenv_string_cap(luaenv_from(L)), total = 0, len, lsep;
-    lua_Integer i, last;
-    int t;
+    lua_Integer i, first, last;
+    int t, k, complete = 1;
 
     /* A plain table can be measured raw; with a metatable (__index, __len)
      * the allocator's string cap is the guard. */
@@ -412,12 +466,13 @@ static int sb_concat(lua_State *L)
         return call_original(L);
     }
     luaL_optlstring(L, 2, "", &lsep);
-    i = luaL_optinteger(L, 3, 1);
+    first = i = luaL_optinteger(L, 3, 1);
     last = lua_isnoneornil(L, 4) ? (lua_Integer)lua_rawlen(L, 1) : luaL_checkinteger(L, 4);
     for (; i <= last; i++) {
         t = lua_rawgeti(L, 1, i);
         if (t != LUA_TSTRING && t != LUA_TNUMBER) {
             lua_pop(L, 1);
+            complete = 0;
             break;              /* the original reports the bad value */
         }
         lua_tolstring(L, -1, &len);
@@ -431,8 +486,33 @@ static int sb_concat(lua_State *L)
             return too_large(L);
         total += lsep;
     }
-    make_room(L, total * 2);
-    return call_original(L);
+#if defined(MUTATE_CAP_BUILD)
+    complete = 0;               /* mutant: the stock buffer at any size */
+#endif
+    if (!complete || (first <= last && last - first >= CONCAT_DIRECT)) {
+        make_room(L, total * 2);
+        return call_original(L);
+    }
+    make_room(L, total);
+    lua_settop(L, 2);
+    if (lsep == 0) {
+        lua_pushliteral(L, "");
+        lua_replace(L, 2);
+    }
+    luaL_checkstack(L, 2 * CONCAT_DIRECT, "too many values to concatenate");
+    for (k = 0, i = first; i <= last; i++) {
+        if (i > first && lsep > 0) {
+            lua_pushvalue(L, 2);
+            k++;
+        }
+        lua_rawgeti(L, 1, i);
+        k++;
+        if (i == last)
+            break;
+    }
+    lua_concat(L, k);
+    lua_tolstring(L, -1, NULL);  /* a single number item becomes its text */
+    return 1;
 }
 
 /* ---- installation ---- */

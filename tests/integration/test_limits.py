@@ -156,6 +156,80 @@ def test_traceback_bounded(client):
     assert len(r.data["traceback"]) < 1000, r
 
 
+# ------------------------------------------------------------------ refusals and the string cap
+
+# Near the heap cap each of these grows a stack through lua_checkstack, which
+# swallows the refused allocation and reports failure: the caller then raises
+# an ordinary error (or, for coroutine.resume, returns false).
+CHECKSTACK_REFUSALS = [
+    ("local fill = string.rep('x', 7 << 20)", "pcall(table.unpack, {}, 1, 900000)"),
+    ("local s = string.rep('x', 700000) local fill = string.rep('y', 5 << 20)",
+     "pcall(string.byte, s, 1, -1)"),
+    ("local s = string.rep('x', 700000) local fill = string.rep('y', 5 << 20)",
+     "pcall(utf8.codepoint, s, 1, -1)"),
+    ("local fill = string.rep('y', 6 << 20) local s = string.rep('a', 500000)",
+     "pcall(string.unpack, string.rep('b', 500000), s)"),
+    ("local fill = string.rep('y', 5 << 20)",
+     "pcall(coroutine.wrap(function() return table.unpack({}, 1, 400000) end))"),
+]
+
+
+@pytest.mark.parametrize("setup,call", CHECKSTACK_REFUSALS)
+def test_refused_stack_growth_is_memory_limit(client, setup, call):
+    """A stack growth refused at the heap cap is the sticky memory_limit,
+    whoever reports it."""
+    code = "%s return select('#', %s)" % (setup, call)
+    r = client.execute(code, limits={"max_heap": 16 * 1024 * 1024}, timeout_ms=BIG_TIMEOUT)
+    assert r.kind == "memory_limit", r
+    # without the heap pressure the same call returns all its values
+    r = client.execute(code, limits={"max_heap": 64 * 1024 * 1024}, timeout_ms=BIG_TIMEOUT)
+    assert r.ok and r.result["value"] > 400000, r
+
+
+def test_string_cap_exact(client):
+    """The string cap is half of max_heap, exactly: string.rep, `..` and
+    table.concat build strings of cap - 1 and cap bytes (with nothing else
+    in the heap), and cap + 1 is the catchable "resulting string too large"."""
+    lim = {"max_heap": 16777218}        # cap 8388609, odd so `..` of two halves reaches cap - 1
+    cap = 16777218 // 2
+    strip = "(select(2, pcall(%s)):gsub('^.-:%%d+: ', ''))"
+    for build in ["string.rep('x', %d)",
+                  "s .. s .. string.rep('x', %d - 2 * #s)",
+                  "table.concat({s, s}, string.rep('x', %d - 2 * #s))"]:
+        pre = "local s = string.rep('x', %d) " % ((cap - 1) // 2) if "s, s" in build or "s .." in build else ""
+        for n in (cap - 1, cap):
+            assert client.value(pre + "return #(" + build % n + ")", limits=lim,
+                                timeout_ms=BIG_TIMEOUT) == n, (build, n)
+        v = client.value(pre + "return " + strip % ("function() return " + build % (cap + 1) + " end"),
+                         limits=lim, timeout_ms=BIG_TIMEOUT)
+        assert v == "resulting string too large", (build, v)
+
+
+GC_RETRY_SETUP = ("local keep = {} for i = 1, 200000 do keep[i] = function() return i end end "
+                  "local s = string.rep('x', (16 << 20) + 64) ")
+
+
+@pytest.mark.parametrize("loop", [
+    "while true do pcall(function() return s .. s end) end",
+    "while true do pcall(coroutine.wrap(function() return s .. s end)) end",
+    "while true do local r = string.rep('x', 20 << 20) end",
+])
+def test_collections_billed(client, loop):
+    """Each refused `..` makes the core run an emergency full collection, and
+    string.rep runs one when its result would not fit: with many live objects
+    that is milliseconds per few instructions.  The collections are billed to
+    the budget, so such a loop ends with reductions_limit (without the
+    billing it runs until the timeout)."""
+    r = client.execute(GC_RETRY_SETUP + loop,
+                       limits={"max_heap": 64 * 1024 * 1024, "max_reductions": 20000000},
+                       timeout_ms=20000 * sbx.SCALE)
+    assert r.kind == "reductions_limit" and r.data["stats"]["reductions"] > 20000000, r
+    # a single refusal, caught, is fine within the same budget
+    v = client.value(GC_RETRY_SETUP + "return pcall(function() return s .. s end)",
+                     limits={"max_heap": 64 * 1024 * 1024, "max_reductions": 20000000})
+    assert v == [False, "resulting string too large"], v
+
+
 # ------------------------------------------------------------------ cpu
 
 def test_cpu_limit(client, daemon):

@@ -144,6 +144,87 @@ static void test_string_cap_without_heap_cap(void **state)
     assert_int_equal(luaenv_string_cap(x->e), LUAENV_STRING_CAP_MAX);
 }
 
+/* The string cap is exact: a new string block is header + length + 1 bytes
+ * (the header measured at luaenv_new), and a length of the cap is allowed,
+ * one byte more refused. */
+static void test_string_cap_exact(void **state)
+{
+    struct fixture *x = *state;
+    size_t cap, h = x->e->string_header;
+    void *p;
+
+    apply(x, 1 << 20);
+    cap = luaenv_string_cap(x->e);
+    assert_true(h >= 16 && h <= 64);
+    p = x->f(x->ud, NULL, LUA_TSTRING, h + cap + 1);
+    assert_non_null(p);
+    x->f(x->ud, p, h + cap + 1, 0);
+    x->e->last_refusal = LUAENV_REFUSED_NONE;
+    assert_null(x->f(x->ud, NULL, LUA_TSTRING, h + cap + 2));
+    assert_int_equal(x->e->last_refusal, LUAENV_REFUSED_STRING);
+    assert_int_equal(luaenv_fatal(x->e), LUAENV_FATAL_NONE);
+}
+
+/* The core retries a refused request once, after an emergency collection,
+ * with the same arguments.  A heap refusal of that retry is final: the fatal
+ * flag is set there (lua_checkstack would swallow the error).  A first
+ * refusal, or a retry that is not the same request, is not. */
+static void test_refused_retry_is_final(void **state)
+{
+    struct fixture *x = *state;
+    size_t big;
+
+    apply(x, 1000);
+    assert_null(x->f(x->ud, NULL, LUA_TTABLE, 2000));
+    assert_int_equal(luaenv_fatal(x->e), LUAENV_FATAL_NONE);
+    assert_null(x->f(x->ud, NULL, LUA_TTABLE, 3000));     /* another request */
+    assert_int_equal(luaenv_fatal(x->e), LUAENV_FATAL_NONE);
+    x->f(x->ud, NULL, 0, 0);                                /* frees do not disarm */
+    assert_null(x->f(x->ud, NULL, LUA_TTABLE, 3000));     /* its retry */
+    assert_int_equal(luaenv_fatal(x->e), LUAENV_FATAL_MEMORY);
+
+    apply(x, 1000);                                         /* a string refusal stays catchable */
+    big = luaenv_string_cap(x->e) + 100;
+    assert_null(x->f(x->ud, NULL, LUA_TSTRING, big));
+    assert_null(x->f(x->ud, NULL, LUA_TSTRING, big));
+    assert_int_equal(x->e->last_refusal, LUAENV_REFUSED_STRING);
+    assert_int_equal(luaenv_fatal(x->e), LUAENV_FATAL_NONE);
+}
+
+/* The retry follows an emergency full collection: with a budget, it is
+ * billed one reduction per GC_BYTES_PER_REDUCTION (4) bytes of the heap the
+ * collector saw, and a spent budget refuses the retry. */
+static void test_collection_billed(void **state)
+{
+    struct fixture *x = *state;
+    struct luaenv_limits lim = { .max_heap = x->e->used + 1000, .max_reductions = 1000000,
+                                 .output_fd = -1 };
+    size_t heap, big;
+
+    luaenv_apply(x->e, &lim);
+    heap = x->e->used;
+    big = luaenv_string_cap(x->e) + 100;
+    assert_null(x->f(x->ud, NULL, LUA_TSTRING, big));
+    assert_int_equal(x->e->reductions, 0);
+    assert_null(x->f(x->ud, NULL, LUA_TSTRING, big));
+    assert_int_equal(x->e->reductions, heap / 4);
+    assert_int_equal(luaenv_fatal(x->e), LUAENV_FATAL_NONE);
+
+    lim.max_reductions = heap / 4 - 1;                      /* one collection spends it */
+    luaenv_apply(x->e, &lim);
+    assert_null(x->f(x->ud, NULL, LUA_TTABLE, 100000));
+    assert_null(x->f(x->ud, NULL, LUA_TTABLE, 100000));
+    assert_int_equal(luaenv_fatal(x->e), LUAENV_FATAL_REDUCTIONS);
+
+    lim.max_reductions = 0;                                 /* no budget: nothing billed */
+    lim.max_heap = x->e->used + 1000;
+    luaenv_apply(x->e, &lim);
+    big = luaenv_string_cap(x->e) + 100;
+    assert_null(x->f(x->ud, NULL, LUA_TSTRING, big));
+    assert_null(x->f(x->ud, NULL, LUA_TSTRING, big));
+    assert_int_equal(x->e->reductions, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -151,6 +232,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shrink_never_fails_at_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_string_cap_versus_heap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_string_cap_without_heap_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_string_cap_exact, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_retry_is_final, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_collection_billed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
