@@ -250,7 +250,9 @@ defmodule SandboxdTest do
                Sandboxd.execute(s, "function f(x) return T.inc(x) * 2 end n = 1")
 
       assert {:ok, %Result{value: 4}} = Sandboxd.execute(s, "return f(n)")
-      assert {:ok, %{"binding_names" => ["n"]}} = Sandboxd.snapshot(s)
+      assert {:ok, %{"binding_names" => ["n"], "bindings" => b}} = Sandboxd.snapshot(s)
+      # a snapshot restores in a stateless execute
+      assert {:ok, %Result{value: 1}} = Sandboxd.execute(conn, "return n", bindings: b)
       assert :ok = Sandboxd.close_session(s)
       assert {:error, %Error{kind: :session_not_found}} = Sandboxd.execute(s, "return 1")
     else
@@ -258,6 +260,23 @@ defmodule SandboxdTest do
     end
   end
 
+  test "a session survives a Lua error and ends with a limit (session_closed)", %{conn: conn} do
+    if "sessions" in Sandboxd.features(conn) do
+      {:ok, s} = Sandboxd.open_session(conn)
+      assert {:ok, _} = Sandboxd.execute(s, "function g() return 7 end")
+      assert {:error, %Error{kind: :runtime_error}} = Sandboxd.execute(s, "error('x')")
+
+      assert {:ok, %Result{value: 7, bindings: [_ | _]}} =
+               Sandboxd.execute(s, "k = 1 return g()", return_bindings: true)
+
+      assert {:error, %Error{kind: :timeout, data: %{"session_closed" => true}}} =
+               Sandboxd.execute(s, "while true do end", timeout_ms: 100)
+
+      assert {:error, %Error{kind: :session_not_found}} = Sandboxd.execute(s, "return g()")
+    end
+  end
+
+  @tag capture_log: true
   test "a line longer than max_line_bytes closes the connection: the caller gets :unavailable" do
     {:ok, conn} = Sandboxd.connect(max_line_bytes: 10_000)
 
