@@ -190,12 +190,13 @@ static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
     log_notice("stopping: no new connections; %u ms for running executions",
                s->cfg.shutdown_grace_ms);
     server_close(s);
-    /* queued work will not get a worker any more */
+    /* work that has not started (queued, or waiting for its worker) will
+     * not get one any more: answered now, not after the grace */
     list_for_each_safe(cp, ct, &s->conns) {
         struct conn *c = list_entry(cp, struct conn, node);
         list_for_each_safe(ep, et, &c->execs) {
             struct exec *e = list_entry(ep, struct exec, conn_node);
-            if (e->state == ST_QUEUED)
+            if (e->state == ST_QUEUED || e->state == ST_STARTING)
                 exec_abort(e, "the daemon is shutting down");
         }
     }

@@ -72,6 +72,37 @@ def test_execute_during_grace_is_refused_and_the_rest_answered(daemon_factory):
     d.check_sanitizers()
 
 
+def test_sigterm_answers_executions_not_started_at_once(daemon_factory):
+    """On SIGTERM, executions that have no worker yet - queued behind a busy
+    one, or admitted and waiting for a worker the (stopped) zygote does not
+    make - are answered `cancelled` at once, not after the grace period;
+    the running one still finishes."""
+    d = daemon_factory(daemon={"max_workers": 2, "shutdown_grace_ms": 10000 * SCALE},
+                       check_stop=False)
+    c = d.client()
+    a = c.send_execute("return T.wait()", tools=T, handlers={"T.wait": lambda a: NO_REPLY})
+    call = c.wait_deferred(1)
+    z = wait_zygote(d)
+    stop_and_wait([z])
+    try:
+        waiting = c.send_execute("return 'waiting'")      # admitted, no worker comes
+        queued = [c.send_execute("return 'queued'") for _ in range(2)]
+        c.ping()
+        t0 = time.monotonic()
+        d.signal(signal.SIGTERM)
+        for i in [waiting] + queued:
+            r = c.wait(i, timeout=5 * SCALE)
+            assert r.kind == "cancelled" and "shutting down" in r.message, r
+        assert time.monotonic() - t0 < 2 * SCALE, "not answered at once"
+    finally:
+        os.kill(z, signal.SIGCONT)
+    c.reply(call, "a-done")
+    ra = c.wait(a)
+    assert ra.ok and ra.result["value"] == "a-done", ra
+    assert d.proc.wait(10 * SCALE) == 0, d.stderr[-3000:]
+    d.check_sanitizers()
+
+
 # ------------------------------------------------------------------ the socket file
 
 @pytest.mark.parametrize("replacement", ["file", "socket"])
