@@ -89,11 +89,17 @@ static void exec_unlist(struct exec *e)
 /* ------------------------------------------------------------------ */
 /* answers                                                              */
 
+/* The worker's CPU time as the kernel counts it, measured here: its rusage
+ * once reaped (an end frame may be read only at the reap), else its CPU
+ * clock while it lives, else the last sample (taken before it was killed).
+ * Never the figure a worker reports about itself. */
 static uint64_t worker_cpu_us(const struct exec *e)
 {
     clockid_t clk;
     struct timespec ts;
 
+    if (e->w && e->w->reaped)
+        return e->w->cpu_us_final;
     if (!e->w || e->w->killed || clock_getcpuclockid(e->w->pid, &clk) != 0 ||
         clock_gettime(clk, &ts) != 0)
         return e->cpu_us_seen;
@@ -106,8 +112,9 @@ static json_int_t stat_int(const json_t *stats, const char *key, json_int_t dflt
     return json_is_integer(v) && json_integer_value(v) >= 0 ? json_integer_value(v) : dflt;
 }
 
-/* Stats for an answer; wstats (borrowed, may be NULL) are the worker's own
- * figures, trusted only as numbers about itself. */
+/* Stats for an answer.  wall_us, cpu_us and tool_calls are the
+ * supervisor's own; wstats (borrowed, may be NULL) are the worker's figures,
+ * used only for what only it can count (reductions, heap peak). */
 static json_t *exec_stats(struct exec *e, const json_t *wstats)
 {
     double wall = e->t_start > 0 ? ev_time() - e->t_start : 0;
@@ -115,9 +122,12 @@ static json_t *exec_stats(struct exec *e, const json_t *wstats)
 
     if (wall < 0)
         wall = 0;
+#if defined(MUTATE_CPU_OWN)
+    cpu = stat_int(wstats, "cpu_us", cpu);  /* test-only mutant: the worker's claim */
+#endif
     return json_pack("{s:I,s:I,s:I,s:I,s:I}",
                      "wall_us", (json_int_t)(wall * 1e6),
-                     "cpu_us", stat_int(wstats, "cpu_us", cpu),
+                     "cpu_us", cpu,
                      "reductions", stat_int(wstats, "reductions", 0),
                      "heap_peak_bytes", stat_int(wstats, "heap_peak_bytes", 0),
                      "tool_calls", (json_int_t)e->tool_calls);
@@ -131,7 +141,7 @@ static void exec_log_end(struct exec *e, const char *kind, const json_t *wstats,
 {
     char *id = json_dumps(e->req_id, JSON_COMPACT | JSON_ENCODE_ANY);
     double wall = e->t_start > 0 ? (ev_time() - e->t_start) * 1e3 : 0.0;
-    json_int_t cpu_us = e->t_start > 0 ? stat_int(wstats, "cpu_us", (json_int_t)worker_cpu_us(e)) : 0;
+    json_int_t cpu_us = e->t_start > 0 ? (json_int_t)worker_cpu_us(e) : 0;
 
     log_info("exec conn=%llu seq=%llu id=%.64s op=%s outcome=%s wall_ms=%.1f cpu_ms=%.1f "
              "heap_peak_bytes=%lld tool_calls=%u",

@@ -300,6 +300,8 @@ void wproc_exited(struct wproc *w, int status, uint64_t cpu_us)
     struct exec *e;
     struct exec_evdata d = { .status = status };
 
+    w->reaped = 1;
+    w->cpu_us_final = cpu_us;
     if (!w->killed && w->fd >= 0)
         wproc_drain(w, SIZE_MAX); /* an end frame may still sit in the socket */
     d.has_syscall = w->has_syscall;  /* containment: the SIGSYS report, if any */
@@ -320,7 +322,7 @@ void wproc_exited(struct wproc *w, int status, uint64_t cpu_us)
     if (e) {
         e->w = NULL;
         w->exec = NULL;
-        if (!e->cpu_us_seen)
+        if (cpu_us || !e->cpu_us_seen)  /* the rusage is the final word */
             e->cpu_us_seen = cpu_us;
         exec_event(e, XE_EXIT, &d);
     }

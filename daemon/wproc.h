@@ -40,6 +40,8 @@ struct wproc {
     struct outq out;            /* frames not yet written to the worker */
     struct exec *exec;          /* NULL while pooled or after its execution ended */
     int    killed;
+    int    reaped;              /* wproc_exited() is running: cpu_us_final is set */
+    uint64_t cpu_us_final;      /* its rusage (user + system) from the reap */
     /* containment: the first CHAN_SYSCALL report (a hint), if any */
     int    has_syscall;
     long   syscall;

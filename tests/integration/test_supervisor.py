@@ -349,3 +349,84 @@ def test_stopped_pool_worker_is_replaced_without_a_job(daemon_factory):
     wait_gone([pool[0]], timeout=3.0 * SCALE)
     fresh = d.wait_for_workers(2)
     assert pool[0] not in fresh and pool[1] in fresh, (pool, fresh)
+
+
+# ------------------------------------------------------------------ stats.cpu_us is measured, not claimed
+
+FORGED_CPU_US = 987654321000
+
+
+def forge_result_from_worker(pid, payload, before_detach):
+    """pid is blocked in read(2) waiting for its tool answer: stop it, run
+    before_detach() (the test answers the tool call, so the execution is
+    RUNNING again), then make the restarted read a write(2) of a RESULT
+    frame carrying payload, as a compromised worker would send it."""
+    import ctypes
+    import struct
+    from test_containment import (ORIG_RAX, RAX, ERESTARTSYS, PTRACE_GETREGS,
+                                  PTRACE_SETREGS, PTRACE_DETACH, PTRACE_SEIZE,
+                                  PTRACE_INTERRUPT, WALL, UserRegs, _libc, wait_in_read)
+    RSP, RDX, RSI = 19, 12, 13
+    PTRACE_POKEDATA, SYS_WRITE, CHAN_RESULT = 5, 1, 18
+    wait_in_read(pid)
+    libc = _libc()
+    if libc.ptrace(PTRACE_SEIZE, pid, None, None) != 0:
+        pytest.skip("ptrace not permitted here: %s" % os.strerror(ctypes.get_errno()))
+    try:
+        assert libc.ptrace(PTRACE_INTERRUPT, pid, None, None) == 0
+        _, status = os.waitpid(pid, WALL)
+        assert os.WIFSTOPPED(status), status
+        before_detach()
+        regs = UserRegs()
+        assert libc.ptrace(PTRACE_GETREGS, pid, None, ctypes.byref(regs)) == 0
+        assert regs.r[ORIG_RAX] == 0 and ctypes.c_long(regs.r[RAX]).value == -ERESTARTSYS
+        frame = struct.pack("<II", CHAN_RESULT, len(payload)) + payload
+        frame += b"\0" * (-len(frame) % 8)
+        with open("/proc/%d/maps" % pid) as f:
+            stack = [l.split()[0] for l in f if l.rstrip().endswith("[stack]")][0]
+        lo = int(stack.split("-")[0], 16)
+        addr = (regs.r[RSP] - 16384) & ~15        # unused stack below the live frames
+        assert addr >= lo, "stack too small to hold the frame"
+        for off in range(0, len(frame), 8):
+            word = struct.unpack("<q", frame[off:off + 8])[0]
+            assert libc.ptrace(PTRACE_POKEDATA, pid, ctypes.c_void_p(addr + off),
+                               ctypes.c_void_p(word)) == 0, os.strerror(ctypes.get_errno())
+        regs.r[ORIG_RAX] = SYS_WRITE
+        regs.r[RSI] = addr
+        regs.r[RDX] = 8 + len(payload)
+        assert libc.ptrace(PTRACE_SETREGS, pid, None, ctypes.byref(regs)) == 0
+    finally:
+        libc.ptrace(PTRACE_DETACH, pid, None, None)
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root (ptrace of a worker under another uid)")
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="x86_64 register layout")
+def test_cpu_us_is_the_supervisors_measurement(daemon_factory):
+    """A compromised worker's result claims cpu_us 987654321000 (11 days):
+    stats.cpu_us is what the kernel counted for the process, measured by the
+    supervisor (and the worker's own figures count only for what only it can
+    see: reductions, heap peak)."""
+    import json
+    d = daemon_factory()
+    c = d.client()
+    t0 = time.monotonic()
+    i = c.send_execute("return T.wait()", tools=T, handlers={"T.wait": lambda a: NO_REPLY})
+    call = c.wait_deferred(1)
+    pid = d.wait_for_workers(1)[0]
+    payload = json.dumps({"value": 7, "bindings": [], "output_truncated": False,
+                          "stats": {"cpu_us": FORGED_CPU_US, "reductions": 5,
+                                    "heap_peak_bytes": 6}}).encode()
+
+    def answer_tool():
+        c.reply(call, 1)
+        c.ping()                # the answer was taken: RUNNING again
+
+    forge_result_from_worker(pid, payload, answer_tool)
+    r = c.wait(i)
+    elapsed_us = (time.monotonic() - t0) * 1e6
+    assert r.ok and r.result["value"] == 7, r
+    st = r.result["stats"]
+    assert st["cpu_us"] != FORGED_CPU_US, st
+    assert 0 < st["cpu_us"] <= elapsed_us, (st, elapsed_us)
+    assert st["reductions"] == 5 and st["heap_peak_bytes"] == 6, st
+    d.wait_log(r"outcome=ok wall_ms=\S+ cpu_ms=(?!987654321)")
