@@ -2,12 +2,13 @@
 # latency, for one execute that makes one tool call.
 #
 #   make bench-elixir
-#   (or: cd client/elixir && MIX_ENV=test mix run ../../bench/elixir_legion.exs [N])
+#   (or: cd client/elixir && MIX_ENV=test mix run ../../bench/elixir_legion.exs [N [ROUNDS]])
 #
 # One daemon (the test build's TestDaemon: a temporary config and socket),
 # one request: `return Add.add(1, 2)` with the one-function tool Add and
 # Legion's executor limits.  Four clients take turns, one execution each per
-# turn, N turns (default 2000), so load on the machine hits all of them alike:
+# turn, N turns per round (default 400) in ROUNDS rounds (default 5), so
+# load on the machine hits all of them alike:
 #
 #   c_raw     bench/elixir_raw.c: the daemon's own latency (the baseline),
 #             a C client driven one execution at a time through a port
@@ -17,9 +18,10 @@
 #   legion    Sandboxd.Legion.execute/5 (Legion's callback: eval process,
 #             tool declaration from the module, shared connection)
 #
-# Prints, as key=value lines, the median and p90 latency of each, and the
-# median of the per-turn differences legion - c_raw (the figure the target
-# "at most +150 us" is about), legion - beam_raw and sandboxd - c_raw.
+# Prints, as key=value lines, the median and p90 latency of each over all
+# turns, and for the per-turn differences legion - c_raw (the figure the
+# target "at most +150 us" is about), legion - beam_raw, sandboxd - c_raw
+# and legion - sandboxd: the median of each round, and the median of those.
 
 defmodule Sandboxd.Bench.Add do
   @moduledoc false
@@ -119,10 +121,11 @@ end
 
 alias Sandboxd.Bench
 
-n =
+{n, rounds} =
   case System.argv() do
-    [n] -> String.to_integer(n)
-    [] -> 2000
+    [n, r] -> {String.to_integer(n), String.to_integer(r)}
+    [n] -> {String.to_integer(n), 5}
+    [] -> {400, 5}
   end
 
 root = Path.expand("../..", File.cwd!())
@@ -143,34 +146,33 @@ sock = Bench.beam_raw_start(daemon.socket)
 
 turn = fn -> {Bench.c_raw(port), Bench.beam_raw(sock), Bench.sandboxd(conn), Bench.legion()} end
 for _ <- 1..100, do: turn.()
-turns = for _ <- 1..n, do: turn.()
+passes = for _ <- 1..rounds, do: for(_ <- 1..n, do: turn.())
 
 Port.close(port)
 File.rm(raw_bin)
 Sandboxd.TestDaemon.stop(daemon)
 
-cols = %{
-  c_raw: Enum.map(turns, &elem(&1, 0)),
-  beam_raw: Enum.map(turns, &elem(&1, 1)),
-  sandboxd: Enum.map(turns, &elem(&1, 2)),
-  legion: Enum.map(turns, &elem(&1, 3))
-}
+col = fn turns, i -> Enum.map(turns, &elem(&1, i)) end
+names = [c_raw: 0, beam_raw: 1, sandboxd: 2, legion: 3]
+all = Enum.concat(passes)
 
-diff = fn a, b -> Enum.zip_with(cols[a], cols[b], &(&1 - &2)) |> Bench.pct(50) end
+IO.puts("n=#{n}\nrounds=#{rounds}\njson=#{Sandboxd.JSON.backend()}")
 
-IO.puts("n=#{n}\njson=#{Sandboxd.JSON.backend()}")
+for {k, i} <- names do
+  xs = col.(all, i)
 
-for k <- [:c_raw, :beam_raw, :sandboxd, :legion] do
   IO.puts(
-    "#{k}_p50_us=#{Bench.f1(Bench.pct(cols[k], 50))}\n#{k}_p90_us=#{Bench.f1(Bench.pct(cols[k], 90))}"
+    "#{k}_p50_us=#{Bench.f1(Bench.pct(xs, 50))}\n#{k}_p90_us=#{Bench.f1(Bench.pct(xs, 90))}"
   )
 end
 
-IO.puts("legion_minus_c_raw_us=#{Bench.f1(diff.(:legion, :c_raw))}")
-IO.puts("legion_minus_beam_raw_us=#{Bench.f1(diff.(:legion, :beam_raw))}")
-IO.puts("sandboxd_minus_c_raw_us=#{Bench.f1(diff.(:sandboxd, :c_raw))}")
-IO.puts("legion_minus_sandboxd_us=#{Bench.f1(diff.(:legion, :sandboxd))}")
+for {a, b} <- [legion: :c_raw, legion: :beam_raw, sandboxd: :c_raw, legion: :sandboxd] do
+  per_round =
+    for turns <- passes do
+      Enum.zip_with(col.(turns, names[a]), col.(turns, names[b]), &(&1 - &2)) |> Bench.pct(50)
+    end
 
-IO.puts(
-  "legion_over_c_raw=#{:erlang.float_to_binary(Bench.pct(cols.legion, 50) / Bench.pct(cols.c_raw, 50), decimals: 3)}"
-)
+  IO.puts(
+    "#{a}_minus_#{b}_us=#{Bench.f1(Bench.pct(per_round, 50))}  # rounds: #{Enum.map_join(per_round, ",", &Bench.f1/1)}"
+  )
+end
