@@ -64,7 +64,10 @@ class _Conn(asyncio.BufferedProtocol):
         self.paused = False
         for w in self.drain_waiters:
             if not w.done():
-                w.set_result(None)
+                try:
+                    w.set_result(None)
+                except RuntimeError:
+                    pass
         self.drain_waiters.clear()
 
     async def drain(self):
@@ -96,14 +99,20 @@ class _Conn(asyncio.BufferedProtocol):
         pending, self.pending = self.pending, {}
         for fut in pending.values():
             if not fut.done():
-                fut.set_exception(errors.copy_error(err))
+                try:
+                    fut.set_exception(errors.copy_error(err))
+                except RuntimeError:
+                    pass                            # a future of a closed loop
         for ex in list(self.executions.values()):
             ex.done = True
             for t in list(ex.tasks):
                 t.cancel()
         self.resume_writing()
         if self.transport is not None:
-            self.transport.close()
+            try:
+                self.transport.close()
+            except RuntimeError:
+                pass        # its loop is closed: the transport closes its socket when collected
 
     def write(self, line):
         if self.lost is None:
@@ -269,6 +278,7 @@ class AsyncClient:
         self.tool_threads = tool_threads
         self._conn = None
         self._lock = None
+        self._lock_loop = None
         self._threads = None
         self._prompt_info = {}
 
@@ -296,13 +306,16 @@ class AsyncClient:
 
     async def _connection(self):
         c = self._conn
-        if c is not None and c.lost is None:
+        loop = asyncio.get_running_loop()
+        if c is not None and c.lost is None and c.loop is loop:
             return c
-        if self._lock is None:
-            self._lock = asyncio.Lock()
+        if self._lock is None or self._lock_loop is not loop:
+            self._lock, self._lock_loop = asyncio.Lock(), loop     # a client outlives a loop
         async with self._lock:
             c = self._conn
-            if c is None or c.lost is not None:
+            if c is not None and c.loop is not loop:
+                c.fail(errors.DaemonUnavailable("the event loop of this connection is gone"))
+            if c is None or c.lost is not None or c.loop is not loop:
                 self._conn = None
                 c = self._conn = await self._open()
             return c

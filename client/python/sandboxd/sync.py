@@ -26,6 +26,7 @@ import inspect
 import itertools
 import json
 import socket as _socket
+import struct
 import threading
 import time
 
@@ -37,6 +38,7 @@ __all__ = ["Client", "Session"]
 
 _loads = json.loads
 _monotonic = time.monotonic
+_TICK = struct.pack("ll", 0, 50000)         # 50 ms: how late a deadline may be noticed
 
 
 class _Slot:
@@ -56,7 +58,8 @@ class _Conn:
         self.client = client
         self.sock = sock
         self.wlock = threading.Lock()
-        self.cond = threading.Condition()
+        self.mutex = threading.Lock()               # the state below; `with` on it is cheap
+        self.cond = threading.Condition(self.mutex)
         self.reader = None
         self.lines = collections.deque()
         self.input = _core.LineReader(_core.BOOT_LINE_LIMIT)
@@ -67,7 +70,7 @@ class _Conn:
         self.ids = itertools.count(1)
 
     def fail(self, err):
-        with self.cond:
+        with self.mutex:
             if self.lost is not None:
                 return
             self.lost = err
@@ -101,7 +104,7 @@ class _Conn:
         rid = next(self.ids)
         line = _core.request_line(rid, method, params, self.info)
         slot = _Slot()
-        with self.cond:
+        with self.mutex:
             self.pending[rid] = slot
             if ex is not None:
                 ex.rid = rid
@@ -116,7 +119,7 @@ class _Conn:
             self.interrupted(rid, slot)
             raise
         finally:
-            with self.cond:
+            with self.mutex:
                 self.pending.pop(rid, None)
                 if ex is not None:
                     ex.done = True
@@ -144,7 +147,7 @@ class _Conn:
         me = threading.get_ident()
         cond = self.cond
         while True:
-            with cond:
+            with self.mutex:
                 while True:
                     if slot.done:
                         return True
@@ -160,29 +163,27 @@ class _Conn:
             try:
                 ok = self.read_some(slot, end)
             finally:
-                with cond:
+                with self.mutex:
                     self.reader = prev
                     cond.notify_all()
             if not ok:
                 return slot.done
 
     def read_some(self, slot, end):
-        """Dispatch what is buffered, else one recv; False when end passed."""
+        """Dispatch what is buffered, else one recv; False when end passed.
+        The socket blocks, with SO_RCVTIMEO as a tick to look at the clock:
+        one system call per read and per write (a socket timeout would add
+        a poll to each)."""
         if self.dispatch_buffered(slot):
             return True
-        if end is None:
-            self.sock.settimeout(None)
-        else:
-            left = end - _monotonic()
-            if left <= 0:
-                return False
-            self.sock.settimeout(left)
+        if end is not None and _monotonic() >= end:
+            return False
         try:
             n = self.sock.recv_into(self.input.space())
             if n:
                 self.lines.extend(self.input.feed(n))
-        except (TimeoutError, _socket.timeout):
-            return False
+        except (BlockingIOError, TimeoutError, _socket.timeout):
+            return True                             # a tick: look at the deadline again
         except OSError as e:
             err = _core.conn_lost_error(e)
             self.fail(err)
@@ -240,7 +241,7 @@ class _Conn:
                 if e.kind in ("forbidden", "busy"):
                     self.fail(e)
             return
-        with self.cond:
+        with self.mutex:
             slot = self.pending.get(rid)
             if slot is None or slot.done:
                 return
@@ -372,6 +373,8 @@ class Client:
             s.close()
             raise errors.DaemonUnavailable("cannot connect to sandboxd at %s: %s"
                                            % (self.socket_path, e)) from e
+        s.settimeout(None)
+        s.setsockopt(_socket.SOL_SOCKET, _socket.SO_RCVTIMEO, _TICK)
         conn = _Conn(self, s)
         try:
             info = Info(conn.call("describe", None, None, self.connect_timeout + 5.0))

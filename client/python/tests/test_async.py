@@ -265,3 +265,10 @@ def test_stream_output_callable_gets_the_output(sock):
                 await c.execute("print('before') error('x')", stream_output=got.append)
             assert "".join(got) == "before\n"
     run(main())
+
+
+def test_one_client_across_event_loops(sock):
+    c = sandboxd.AsyncClient(sock)
+    assert asyncio.run(c.execute("return 1")).value == 1
+    assert asyncio.run(c.execute("return 2")).value == 2     # a new loop: a new connection
+    asyncio.run(c.close())
