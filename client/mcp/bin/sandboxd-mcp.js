@@ -3,6 +3,7 @@
 // Lua (run in sandboxd) calls the tools of the MCP servers in SERVERS.json.
 //
 //   sandboxd-mcp --config SERVERS.json [--socket PATH] [--timeout-ms N] [--max-result-chars N]
+//                [--priority low|normal|high]
 //
 // SERVERS.json: {"mcpServers": {"NAME": {"command": "...", "args": [...],
 // "env": {...}, "allow": [...], "deny": [...]}}} (the shape MCP hosts use).
@@ -13,7 +14,7 @@ import fs from 'node:fs';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { Bridge, VERSION } from '../src/bridge.js';
 
-const USAGE = 'usage: sandboxd-mcp --config SERVERS.json [--socket PATH] [--timeout-ms N] [--max-result-chars N]';
+const USAGE = 'usage: sandboxd-mcp --config SERVERS.json [--socket PATH] [--timeout-ms N] [--max-result-chars N] [--priority low|normal|high]';
 
 function die(msg, code = 2) {
   process.stderr.write(`sandboxd-mcp: ${msg}\n`);
@@ -36,6 +37,10 @@ function parse(argv) {
     else if (a === '--socket' || a === '-s') o.socket = val();
     else if (a === '--timeout-ms') o.timeoutMs = num(val());
     else if (a === '--max-result-chars') o.maxResultChars = num(val());
+    else if (a === '--priority') {
+      o.priority = val();
+      if (!['low', 'normal', 'high'].includes(o.priority)) die(`--priority takes low, normal or high, not "${o.priority}"`);
+    }
     else if (a === '--version') { process.stdout.write(`sandboxd-mcp ${VERSION}\n`); process.exit(0); }
     else if (a === '--help' || a === '-h') { process.stdout.write(`${USAGE}\n`); process.exit(0); }
     else die(`unknown argument "${a}"\n${USAGE}`);
@@ -54,7 +59,8 @@ try {
 
 let bridge;
 try {
-  bridge = new Bridge({ config, socketPath: opts.socket, timeoutMs: opts.timeoutMs, maxResultChars: opts.maxResultChars });
+  bridge = new Bridge({ config, socketPath: opts.socket, timeoutMs: opts.timeoutMs, maxResultChars: opts.maxResultChars,
+    limits: opts.priority ? { priority: opts.priority } : undefined });
 } catch (e) {
   die(`${opts.config}: ${e.message}`, 1);
 }

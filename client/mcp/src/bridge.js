@@ -57,9 +57,10 @@ export class Bridge {
    * @param {string} [opts.socketPath]  sandboxd's socket (default $SANDBOXD_SOCKET, then the system path)
    * @param {number} [opts.timeoutMs=55000] timeout_ms of each execution (below the SDK's 60 s request timeout)
    * @param {number} [opts.maxResultChars=24000] cut of the text rendering of a result
+   * @param {object} [opts.limits] execute's `limits` for every execution (e.g. {priority: 'normal'})
    * @param {(line: string) => void} [opts.log] the bridge's own messages (default: stderr)
    */
-  constructor({ config, socketPath, timeoutMs = 55000, maxResultChars = 24000, log } = {}) {
+  constructor({ config, socketPath, timeoutMs = 55000, maxResultChars = 24000, limits, log } = {}) {
     const servers = config?.mcpServers;
     if (!servers || typeof servers !== 'object' || Array.isArray(servers)) {
       throw new Error('the config has no "mcpServers" object');
@@ -67,6 +68,7 @@ export class Bridge {
     this.log = log ?? ((line) => process.stderr.write(`sandboxd-mcp: ${line}\n`));
     this.timeoutMs = timeoutMs;
     this.maxResultChars = maxResultChars;
+    this.limits = limits;
     this.sandboxd = new Sandboxd(socketPath ? { socketPath } : {});
     this.downstreams = Object.entries(servers)
       .filter(([, spec]) => !spec?.disabled)
@@ -237,6 +239,7 @@ export class Bridge {
         tools: this._tools(Date.now() + this.timeoutMs, progress),
         bindings: this.bindings,
         timeoutMs: this.timeoutMs,
+        limits: this.limits,
         signal: extra?.signal,
       });
       this.bindings = r.bindings;

@@ -99,12 +99,22 @@ export class Downstream {
     if (!this.running) {
       throw new Error(`server "${this.name}" is not running (${this.exited ?? this.error ?? 'stopped'})`);
     }
+    // The SDK never removes its listener from the signal it is given, so a
+    // signal aborted after the call finished would still send the server a
+    // notifications/cancelled for it.  Each call gets its own signal, linked
+    // to the caller's only while the call runs.
+    const own = new AbortController();
+    const onAbort = () => own.abort(signal.reason);
+    if (signal?.aborted) own.abort(signal.reason);
+    else signal?.addEventListener('abort', onAbort, { once: true });
     try {
       return await this.client.callTool({ name, arguments: args }, undefined,
-        { signal, timeout, onprogress, resetTimeoutOnProgress: false });
+        { signal: own.signal, timeout, onprogress, resetTimeoutOnProgress: false });
     } catch (e) {
       if (this.exited) throw new Error(`server "${this.name}" exited during the call (${e.message})`);
       throw e;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 

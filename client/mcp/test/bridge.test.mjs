@@ -220,6 +220,12 @@ test('tools/list_changed downstream: the bridge re-lists and tells the host', as
   assert.equal(value(await bridge.lua('return toy.extra()')), 'extra works');
 });
 
+test('finished downstream calls are not cancelled when the execution ends', async () => {
+  const before = value(await bridge.lua('for i = 1, 5 do toy.pid() end return toy.cancels()'));
+  const after = value(await bridge.lua('return toy.cancels()'));
+  assert.equal(after, before);
+});
+
 test('a downstream server that dies mid-call: a catchable error, the rest keeps working', async () => {
   const v = value(await bridge.lua(`
     local ok, err = pcall(toy.die)
@@ -302,4 +308,34 @@ test('the daemon down: execute_lua answers daemon_unavailable, nothing hangs', a
   assert.equal(r.structuredContent.error.kind, 'daemon_unavailable');
   assert.match(stderr, /sandboxd: cannot connect/);
   await host.close();
+});
+
+test('command-line and config errors: a clear message on stderr and a non-zero exit', async () => {
+  const bad = path.join(tmp, 'bad.json');
+  fs.writeFileSync(bad, '{"servers": {}}');
+  const broken = path.join(tmp, 'broken.json');
+  fs.writeFileSync(broken, '{not json');
+  const good = path.join(tmp, 'empty.json');
+  fs.writeFileSync(good, '{"mcpServers": {}}');
+  for (const [args, code, rx] of [
+    [[], 2, /--config is required/],
+    [['--config', bad], 1, /no "mcpServers" object/],
+    [['--config', broken], 1, /cannot read .*broken\.json/],
+    [['--config', path.join(tmp, 'missing.json')], 1, /cannot read/],
+    [['--config', good, '--priority', 'urgent'], 2, /--priority takes low, normal or high/],
+    [['--config', good, '--timeout-ms', 'soon'], 2, /--timeout-ms needs a number/],
+    [['--bogus'], 2, /unknown argument "--bogus"/],
+  ]) {
+    const r = await new Promise((resolve) => {
+      const c = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let err = '';
+      let out = '';
+      c.stderr.on('data', (x) => { err += x; });
+      c.stdout.on('data', (x) => { out += x; });
+      c.on('exit', (status) => resolve({ status, err, out }));
+    });
+    assert.equal(r.status, code, `${args.join(' ')}: ${r.err}`);
+    assert.match(r.err, rx);
+    assert.equal(r.out, '', 'nothing on stdout (the protocol channel)');
+  }
 });

@@ -19,6 +19,8 @@ import { compileTools } from './tools.js';
 import { makeError, Cancelled, SandboxdError } from './errors.js';
 
 const DEFAULT_SOCKET = '/run/sandboxd/sandboxd.sock';
+// The reason the tools' signal carries once an execution has ended normally.
+const ENDED = makeError('cancelled', 'the execution ended');
 
 function defaultSocket() {
   return process.env.SANDBOXD_SOCKET || DEFAULT_SOCKET;
@@ -160,7 +162,7 @@ export class Client {
         clearTimeout(timer);
         clearTimeout(grace);
         signal?.removeEventListener('abort', onAbort);
-        execution.controller.abort(makeError('cancelled', 'the execution ended'));
+        execution.controller.abort(ENDED);
       };
       const giveUp = (why) => {
         if (ending) return;
