@@ -34,9 +34,10 @@
 #define GC_PAUSE_CAPPED 100   /* with a heap cap: start a cycle right after the last */
 
 /* A full collection costs about as much CPU as one VM instruction per 6 to
- * 25 bytes of heap (measured for closures, tables and strings on the state's
- * own objects: bench/gc_bill.lua); it is billed at the dearest rate, rounded
- * down to a power of two. */
+ * 13 bytes of a heap of small objects (tables, closures, short strings,
+ * coroutines), per hundreds of bytes of long strings (bench/gc_bill.lua).
+ * It is billed below the dearest rate measured, so that no kind of heap
+ * makes collections cheaper than the instructions that force them. */
 #define GC_BYTES_PER_REDUCTION 4
 
 static uint64_t cpu_now_us(void);
