@@ -499,7 +499,7 @@ static int sb_concat(lua_State *L)
         lua_pushliteral(L, "");
         lua_replace(L, 2);
     }
-    luaL_checkstack(L, 2 * CONCAT_DIRECT, "too many values to concatenate");
+    luaL_checkstack(L, (int)(2 * (last - first) + 2), "too many values to concatenate");
     for (k = 0, i = first; i <= last; i++) {
         if (i > first && lsep > 0) {
             lua_pushvalue(L, 2);

@@ -205,6 +205,44 @@ def test_string_cap_exact(client):
         assert v == "resulting string too large", (build, v)
 
 
+def test_large_rep_and_concat_match_stock(client):
+    """string.rep and table.concat build large results their own way (by
+    doubling, and on the stack); the strings are the stock ones."""
+    code = r"""
+    -- a table with a metatable takes the stock table.concat (a buffer)
+    local function stock_concat(t, sep, i, j) return table.concat(setmetatable(t, {}), sep, i, j) end
+    local function rep(s, n, sep)
+      local t = {}
+      for i = 1, n do t[i] = s end
+      local r = string.rep(s, n, sep)
+      return r == stock_concat(t, sep or "") and #r == #tostring(s) * n + #tostring(sep or "") * (n - 1)
+    end
+    local bad = {}
+    for _, c in ipairs{{"ab", 70000}, {"xyz", 65537, ","}, {"q", 131071, ""}, {"", 70000, "--"},
+                       {12, 40000, 3.5}, {"a\0b", 33333, "\0"}, {string.rep("z", 70000), 1, ","},
+                       {string.rep("z", 40000), 2}, {string.rep("z", 30000), 3, "|"}} do
+      if not rep(c[1], c[2], c[3]) then bad[#bad + 1] = tostring(c[1]):sub(1, 5) .. "*" .. c[2] end
+    end
+    local function plain()
+      local t = {}
+      for i = 1, 4096 do t[i] = i % 3 == 0 and i or ("s" .. i) end
+      return t
+    end
+    if table.concat(plain(), ", ") ~= stock_concat(plain(), ", ") then bad[#bad + 1] = "4096" end
+    if table.concat(plain(), ", ", 10, 20) ~= stock_concat(plain(), ", ", 10, 20) then
+      bad[#bad + 1] = "range"
+    end
+    local t, u = plain(), plain()
+    t[4097], u[4097] = 0.5, 0.5
+    if table.concat(t) ~= stock_concat(u) then bad[#bad + 1] = "4097" end
+    if table.concat({2.5}) ~= "2.5" or table.concat({7}) ~= "7" or table.concat({}, "x") ~= "" then
+      bad[#bad + 1] = "small"
+    end
+    return bad
+    """
+    assert client.value(code, timeout_ms=BIG_TIMEOUT) == [], code
+
+
 GC_RETRY_SETUP = ("local keep = {} for i = 1, 200000 do keep[i] = function() return i end end "
                   "local s = string.rep('x', (16 << 20) + 64) ")
 
