@@ -59,13 +59,13 @@ defmodule Sandboxd do
 
   defmodule Pending do
     @moduledoc "An execution in flight, from `Sandboxd.execute_async/3`."
-    defstruct [:conn, :id, :tag, :owner, :tools, :refs, :on_output, :deadline, concurrent: false]
+    defstruct [:conn, :id, :tag, :tools, :refs, :on_output, :deadline, concurrent: false]
     @type t :: %__MODULE__{}
   end
 
   defmodule Session do
     @moduledoc "An open session (daemons whose `describe` lists the \"sessions\" feature)."
-    defstruct [:conn, :id, :tools, :refs]
+    defstruct [:conn, :id, :tools, :refs, :timeout_ms]
     @type t :: %__MODULE__{}
   end
 
@@ -220,7 +220,8 @@ defmodule Sandboxd do
       (atoms `:infinity`, `:low`, ... are written as the daemon's strings).
     * `:on_output` - a function called with each piece of printed output
       while the chunk runs (`stream_output`).
-    * `:session` - run in a `Sandboxd.Session` (from `open_session/2`).
+    * `:return_bindings` - in a session (`execute(session, code)`, from
+      `open_session/2`): return the session's globals as `bindings` too.
     * `:modules` - `%{"Elixir.Name" => Name}`: objects in tool arguments and
       in the value whose `"__module"` is one of these become the module atom
       (tools given as modules are added automatically).
@@ -229,7 +230,8 @@ defmodule Sandboxd do
       waiting one, so calls made under `parallel` run at once).
     * `:client_timeout` - how long to wait for the answer before cancelling,
       in ms (default: `timeout_ms` + 5000, or `:infinity` with `timeout_ms:
-      :infinity`). Queue time counts here, not in the daemon's `timeout_ms`.
+      :infinity`; without `timeout_ms`, the daemon's default, or the
+      session's). Queue time counts here, not in the daemon's `timeout_ms`.
   """
   @spec execute(t | Session.t(), String.t(), keyword) :: {:ok, Result.t()} | {:error, Error.t()}
   def execute(conn_or_session, code, opts \\ []) do
@@ -256,7 +258,15 @@ defmodule Sandboxd do
       |> put_opt("return_bindings", if(opts[:return_bindings], do: true))
 
     refs = Map.merge(s.refs, Map.new(Keyword.get(opts, :modules, %{})))
-    start(conn, code, params, s.tools, refs, opts)
+
+    start(
+      conn,
+      code,
+      params,
+      s.tools,
+      refs,
+      Keyword.put_new(opts, :default_timeout, s.timeout_ms)
+    )
   end
 
   def execute_async(%__MODULE__{} = conn, code, opts) do
@@ -287,26 +297,29 @@ defmodule Sandboxd do
          conn: conn,
          id: id,
          tag: tag,
-         owner: self(),
          tools: dispatch,
          refs: refs,
          on_output: opts[:on_output],
          concurrent: Keyword.get(opts, :tool_calls, :serial) == :concurrent,
-         deadline: deadline(opts)
+         deadline: deadline(conn, opts)
        }}
     end
   end
 
-  defp deadline(opts) do
+  # The client's own wait: client_timeout, else the execution's timeout
+  # (given, the session's, or the daemon's default) and 5 s more.
+  defp deadline(conn, opts) do
     wait =
       case Keyword.fetch(opts, :client_timeout) do
         {:ok, t} ->
           t
 
         :error ->
-          if opts[:timeout_ms] == :infinity,
-            do: :infinity,
-            else: (opts[:timeout_ms] || 60_000) + 5000
+          timeout =
+            opts[:timeout_ms] || opts[:default_timeout] ||
+              get_in(conn.info, ["defaults", "timeout_ms"]) || 60_000
+
+          if is_integer(timeout), do: timeout + 5000, else: :infinity
       end
 
     if wait == :infinity, do: :infinity, else: System.monotonic_time(:millisecond) + wait
@@ -616,7 +629,9 @@ defmodule Sandboxd do
 
       with {:ok, %{"session" => id}} <- call(conn, "session/open", params) do
         refs = Map.merge(refs, Map.new(Keyword.get(opts, :modules, %{})))
-        {:ok, %Session{conn: conn, id: id, tools: dispatch, refs: refs}}
+
+        {:ok,
+         %Session{conn: conn, id: id, tools: dispatch, refs: refs, timeout_ms: opts[:timeout_ms]}}
       end
     else
       {:error,

@@ -209,16 +209,15 @@ defmodule Sandboxd.Legion do
     end
   end
 
-  # :infinity is sent as the daemon's ceiling when that is a number (the
-  # built-in ceiling is 600000 ms).
-  defp timeout(:infinity, conn) do
-    case get_in(conn.info, ["maximums", "timeout_ms"]) do
-      n when is_integer(n) -> n
-      _ -> :infinity
+  # :infinity, or a number above the daemon's ceiling, is sent as the
+  # ceiling when that is a number (the built-in ceiling is 600000 ms).
+  defp timeout(ms, conn) do
+    case {ms, get_in(conn.info, ["maximums", "timeout_ms"])} do
+      {:infinity, max} when is_integer(max) -> max
+      {ms, max} when is_integer(ms) and is_integer(max) -> min(ms, max)
+      {ms, _} -> ms
     end
   end
-
-  defp timeout(ms, _conn) when is_integer(ms), do: ms
 
   @doc false
   # Legion's modules as daemon tools (a Sandboxd.Toolset), and the module

@@ -7,6 +7,7 @@ defmodule Sandboxd.LegionTest do
   sandboxd's behaviour instead (see the README's list of differences).
   """
   use ExUnit.Case, async: true
+  import Bitwise
 
   alias Sandboxd.Legion, as: L
   alias Sandboxd.Test.{EchoTool, OtherTool, PlainModule}
