@@ -492,6 +492,7 @@ static void on_result(struct exec *e, const struct exec_evdata *d)
     json_t *result, *names = NULL, *reply;
     const char *err = NULL;
 
+    sched_supply_ok(e->sup);        /* this worker did its job */
     if (json_is_true(json_object_get(d->json, "output_truncated")))
         e->output_truncated = 1;
     if (e->op == OP_CHECK) {
@@ -536,6 +537,7 @@ static void on_error(struct exec *e, const struct exec_evdata *d)
         wproc_violation(e->w, "malformed error frame");
         return;
     }
+    sched_supply_ok(e->sup);        /* this worker did its job */
     if (json_is_true(json_object_get(d->json, "output_truncated")))
         e->output_truncated = 1;
     if (json_is_integer(line))

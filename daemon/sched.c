@@ -84,6 +84,7 @@ static struct exec *rr_pop(struct sup *s)
     return e;
 }
 
+
 /* ------------------------------------------------------------------ */
 /* the warm pool: only live, running workers get a job                 */
 
@@ -145,6 +146,8 @@ static void pool_check_cb(struct ev_loop *loop, ev_timer *t, int revents)
         if (!worker_usable(w)) {
             pool_discard(s, w, "is stopped or dead");
             replaced = 1;
+        } else {
+            sched_supply_ok(s);     /* it lived through its set-up */
         }
     }
     if (list_empty(&s->idle))
@@ -234,7 +237,7 @@ void sched_supply_failed(struct sup *s, const char *fmt, ...)
     ev_timer_start(s->loop, &s->supply_timer);
 }
 
-static void supply_ok(struct sup *s)
+void sched_supply_ok(struct sup *s)
 {
     if (s->supply_fails == 0)
         return;
@@ -375,7 +378,8 @@ void sched_worker_arrived(struct sup *s, pid_t pid, int fd, int err)
         sched_pump(s);
         return;
     }
-    supply_ok(s);
+    /* the streak ends when a worker has done a job or is found alive in the
+     * pool, not here: one that dies in its set-up is no success */
     list_add_tail(&s->idle, &w->pool_node);
     s->n_idle++;
     s->workers_started++;

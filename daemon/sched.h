@@ -39,9 +39,15 @@ void sched_reap(struct sup *s);
  * row (0, then 50 ms ... SUPPLY_BACKOFF_MAX); it keeps retrying.  From
  * SUPPLY_FAIL_LIMIT failures in a row, executions waiting for a worker that
  * none pending can serve, and new ones until the next attempt, are answered
- * internal_error (exec_no_worker).  A worker handed over ends the streak. */
+ * internal_error (exec_no_worker).  A worker that sends the end frame of its
+ * job, or is found alive in the pool by the periodic check, ends the streak
+ * (sched_supply_ok); one that dies on its own before a job (pooled, or in
+ * its set-up) is a failure. */
 void sched_supply_failed(struct sup *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* A worker did its job (sent its end frame): the supply works again. */
+void sched_supply_ok(struct sup *s);
 
 #define SUPPLY_FAIL_LIMIT   3
 #define SUPPLY_BACKOFF_MIN  0.05    /* s */

@@ -13,12 +13,14 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "daemon/exec.h"
 #include "daemon/log.h"
 #include "daemon/sched.h"
 #include "daemon/sup.h"
+#include "daemon/worker/worker.h"   /* WORKER_EXIT_SETUP */
 #include "policy/seccomp.h"     /* containment: seccomp_syscall_name */
 
 static void wproc_read_cb(struct ev_loop *loop, ev_io *io, int revents);
@@ -299,6 +301,7 @@ void wproc_exited(struct wproc *w, int status, uint64_t cpu_us)
     struct sup *s = w->sup;
     struct exec *e;
     struct exec_evdata d = { .status = status };
+    int pooled;
 
     w->reaped = 1;
     w->cpu_us_final = cpu_us;
@@ -312,10 +315,9 @@ void wproc_exited(struct wproc *w, int status, uint64_t cpu_us)
         close(w->fd);
     w->fd = -1;
     list_del(&w->node);
-    if (list_linked(&w->pool_node)) {
+    if ((pooled = list_linked(&w->pool_node))) {
         list_del(&w->pool_node);
         sup_count_down(&s->n_idle, "n_idle");
-        log_warn("pooled worker %d died (status 0x%x)", (int)w->pid, status);
     }
     sup_count_down(&s->procs, "procs");
     e = w->exec;
@@ -326,6 +328,13 @@ void wproc_exited(struct wproc *w, int status, uint64_t cpu_us)
             e->cpu_us_seen = cpu_us;
         exec_event(e, XE_EXIT, &d);
     }
+    /* A worker that died on its own before doing a job (in the pool, or in
+     * its set-up) is a failure of the supply: without the back-off, a set-up
+     * that always fails refilled the pool as fast as the zygote could fork. */
+    if (!w->killed && !s->stopping &&
+        (pooled || (WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_SETUP)))
+        sched_supply_failed(s, "worker %d died before its job (status 0x%x)", (int)w->pid,
+                            status);
     chan_reader_free(&w->rd);
     outq_free(&w->out);
     free(w);

@@ -439,3 +439,35 @@ def test_cpu_us_is_the_supervisors_measurement(daemon_factory):
     assert 0 < st["cpu_us"] <= elapsed_us, (st, elapsed_us)
     assert st["reductions"] == 5 and st["heap_peak_bytes"] == 6, st
     d.wait_log(r"outcome=ok wall_ms=\S+ cpu_ms=(?!987654321)")
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root (worker chroot)")
+def test_workers_failing_their_set_up_do_not_storm(daemon_factory, tmp_path):
+    """The worker chroot removed after start-up: every new worker fails its
+    set-up and dies.  Refilling the pool backs off (a bounded number of
+    workers forked and log lines, not a fork loop), executions are answered
+    internal_error, and once the directory is back workers start again."""
+    empty = str(tmp_path / "empty")
+    d = daemon_factory(daemon={"pool_size": 2},
+                       worker={"user": "nobody", "group": "nogroup", "chroot": empty})
+    c = d.client()
+    assert c.value("return 1") == 1
+    pool = d.wait_for_workers(2)
+    os.rmdir(empty)
+    for p in pool:
+        os.kill(p, signal.SIGKILL)
+    wait_gone(pool)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 3 * SCALE:
+        r = c.execute("return 1", timeout=10 * SCALE)
+        assert not r.ok and r.kind == "internal_error", r
+        time.sleep(0.05)
+    st = c.call("describe").result["state"]
+    assert st["workers_started"] < 60, st
+    lines = len([l for l in d.stderr.splitlines() if "died before its job" in l])
+    assert lines < 30, d.stderr[-2000:]
+    os.mkdir(empty, 0o555)
+    deadline = time.monotonic() + 15 * SCALE
+    while not c.execute("return 1", timeout=10 * SCALE).ok:
+        assert time.monotonic() < deadline, "executions never worked again"
+        time.sleep(0.2)
