@@ -41,6 +41,14 @@ SANDBOXD_BIN = os.environ.get("SANDBOXD_BIN") or os.path.join(REPO, "build", "sa
 SANDBOXCTL_BIN = os.environ.get("SANDBOXCTL_BIN") or os.path.join(REPO, "build", "sandboxctl")
 SCALE = sbx.SCALE
 
+# Children start with the default action for SIGINT and SIGHUP even when the
+# suite itself runs with them ignored (nohup, a background job, a CI runner):
+# the daemon keeps a signal ignored at start, and tests send both.  A no-op
+# handler keeps them ignored for this process; exec resets a handled signal.
+for _sig in (signal.SIGINT, signal.SIGHUP):
+    if signal.getsignal(_sig) == signal.SIG_IGN:
+        signal.signal(_sig, lambda *_: None)
+
 # The test defaults.  Defaults and ceilings are all finite and pairwise
 # different, so `describe` can be checked value by value.  pool_size = 0 so
 # that, at rest, the daemon has no worker processes at all (leftover checks).
