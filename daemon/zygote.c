@@ -386,7 +386,9 @@ int zygote_start(struct sup *s)
          * terminal's SIGINT, SIGQUIT and SIGHUP (Ctrl-C, a closed window)
          * reach the supervisor only, which decides; the workers it forks
          * stay in this session. */
+#if !defined(MUTATE_ZYGOTE_SESSION)
         setsid();
+#endif
         /* Performance (issue 6): resolve every shared-library symbol once,
          * when the zygote is loaded; with lazy binding each fresh worker
          * resolved the PLT entries it used again (~20 us per worker). */
