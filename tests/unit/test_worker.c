@@ -449,6 +449,11 @@ static const char *const memory_escapes[] = {
     "xpcall(string.rep, function(e) print('handler', e) end, 'x', 1900000) print('escaped')",
     "keep = {} for i = 1, 1000 do pcall(function() keep[#keep + 1] = ('%s'):format(string.rep("
     "'b', 200000)) end) end print('escaped')",
+    /* a stack growth refused inside lua_checkstack, reported as an ordinary error */
+#define FILL "local fill = {} for i = 1, 30 do fill[i] = string.rep('x', 100000) .. i end\n"
+    FILL "local ok = pcall(table.unpack, {}, 1, 900000) print('escaped')",
+    FILL "local ok = pcall(coroutine.wrap(function() return table.unpack({}, 1, 40000) end)) "
+    "print('escaped')",
 };
 
 static void test_memory_limit_uncatchable(void **state)
@@ -483,6 +488,10 @@ static const char *const reduction_escapes[] = {
     SPIN "local co = coroutine.wrap(function() pcall(spin) end) pcall(co) print('escaped')",
     SPIN "local f = load(function() spin() end) print('escaped')",
     SPIN "for i = 1, 1e9 do local ok = pcall(error, i) end print('escaped')",
+    /* errors inside lua_load must not end the chunk's limits */
+    SPIN "load(function() return {} end) spin()",
+    SPIN "load(function() error('x') end) spin()",
+    SPIN "load(string.rep('do local a end ', 40000)) spin()",
 };
 
 static void test_reductions_limit_uncatchable(void **state)
