@@ -273,4 +273,17 @@ defmodule Sandboxd.DaemonsTest do
       end
     end
   end
+
+  test "config :sandboxd, check: :local leaves syntax to execute, which reports it alike" do
+    Application.put_env(:sandboxd, :check, :local)
+
+    try do
+      assert L.check("x = 1\nx", []) == :ok
+      assert L.check(:nope, []) == {:error, "code must be a binary, got: :nope"}
+      assert {:error, m} = L.execute("x = 1\nx", 5000, [], [], [])
+      assert m =~ "Failed to compile Lua!" and m =~ "`return <expression>`"
+    after
+      Application.delete_env(:sandboxd, :check)
+    end
+  end
 end
