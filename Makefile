@@ -45,7 +45,7 @@ UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 UNIT_OBJS   := $(patsubst %.c,$(O)/obj/%.o,$(UNIT_SRCS))
 LIB         := $(O)/libsandboxd.a
 
-.PHONY: all deps run test test-unit test-integration test-reliability soak test-hooks test-node test-elixir bench-elixir asan bench mutation fuzz install clean
+.PHONY: all deps run test test-unit test-integration test-reliability soak test-hooks test-node bench-node test-elixir bench-elixir asan bench mutation fuzz install clean
 all: $(O)/sandboxd $(O)/sandboxctl
 
 # The Debian packages first, then pkg-config's flags for them, kept in
@@ -151,6 +151,12 @@ test-node: all client/mcp/node_modules/.package-lock.json
 	@set -e; for p in $(NODE_SUITES); do echo "== $$p"; \
 	  (cd $$p && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
 	   node --test test/*.test.mjs); done
+
+# Tool calls/s through the Node client against the C load generator, and the
+# latency execute_lua adds over its two MCP round trips (bench/node_tools.mjs).
+bench-node: all client/mcp/node_modules/.package-lock.json
+	$(MAKE) -C bench loadgen
+	node bench/node_tools.mjs --sandboxd $(O)/sandboxd
 
 client/mcp/node_modules/.package-lock.json: client/mcp/package-lock.json client/mcp/package.json | $(DEPS_MK)
 	cd client/mcp && npm ci --no-audit --no-fund

@@ -40,6 +40,13 @@ let sawBigint = false;
 
 /** Compact JSON for value; throws TypeError for what cannot be sent (see above). */
 export function encode(value) {
+  switch (typeof value) { // the common answers, without the replacer
+    case 'string': return encodePlain(value);
+    case 'boolean': return value ? 'true' : 'false';
+    case 'number': if (Number.isFinite(value)) return String(value); break;
+    case 'undefined': return 'null';
+    default: if (value === null) return 'null';
+  }
   sawBigint = false;
   let text;
   try {
