@@ -91,6 +91,7 @@ export class Bridge {
     await Promise.all(this.downstreams.map((d) => d.start()));
     try {
       this.promptInfo = await this.sandboxd.promptInfo();
+      this._fitTimeout(await this.sandboxd.describe());
     } catch (e) {
       this.log(`sandboxd: ${e.message} (execute_lua will fail until it is reachable)`);
     }
@@ -101,6 +102,15 @@ export class Bridge {
   /** Serve the host on `transport` (a StdioServerTransport for the CLI). */
   async connect(transport) {
     await this.server.connect(transport);
+  }
+
+  /** A timeout above the daemon's ceiling would fail every call: use the ceiling. */
+  _fitTimeout(d) {
+    const max = d?.maximums?.timeout_ms;
+    if (typeof max === 'number' && typeof this.timeoutMs === 'number' && this.timeoutMs > max) {
+      this.log(`timeout ${this.timeoutMs} ms is above the daemon's ceiling; using ${max} ms`);
+      this.timeoutMs = max;
+    }
   }
 
   _buildCatalog() {
@@ -256,7 +266,11 @@ export class Bridge {
     } catch (e) {
       if (e?.kind === 'daemon_unavailable' && this.promptInfo === null) {
         // the description lacked the rules; once the daemon is back, fill them in
-        this.sandboxd.promptInfo().then((p) => { this.promptInfo = p; this._catalogChanged(); }, () => {});
+        Promise.all([this.sandboxd.promptInfo(), this.sandboxd.describe()]).then(([p, d]) => {
+          this.promptInfo = p;
+          this._fitTimeout(d);
+          this._catalogChanged();
+        }, () => {});
       }
       return this._failure(e?.kind ?? 'internal_error', e?.message ?? String(e), e?.output ?? '', e?.stats);
     }

@@ -339,3 +339,24 @@ test('command-line and config errors: a clear message on stderr and a non-zero e
     assert.equal(r.out, '', 'nothing on stdout (the protocol channel)');
   }
 });
+
+test("a timeout above the daemon's ceiling is lowered to it", async () => {
+  const low = await startDaemon({ defaults: { timeout_ms: 1000 }, ceilings: { timeout_ms: 3000 } });
+  const cfg = path.join(tmp, 'low.json');
+  fs.writeFileSync(cfg, JSON.stringify({ mcpServers: {} }));
+  const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, '--config', cfg, '--socket', low.socketPath], stderr: 'pipe' });
+  let stderr = '';
+  transport.stderr.on('data', (c) => { stderr += c; });
+  const host = new Client({ name: 'h', version: '1' });
+  try {
+    await host.connect(transport);
+    const r = await host.callTool({ name: 'execute_lua', arguments: { code: 'return 1' } });
+    assert.equal(value(r), 1);
+    assert.match(stderr, /timeout 55000 ms is above the daemon's ceiling; using 3000 ms/);
+    const t = await host.callTool({ name: 'execute_lua', arguments: { code: 'while true do end' } });
+    assert.equal(t.structuredContent.error.kind, 'timeout');
+  } finally {
+    await host.close();
+    await low.stop();
+  }
+});
