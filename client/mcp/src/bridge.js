@@ -104,12 +104,19 @@ export class Bridge {
     await this.server.connect(transport);
   }
 
-  /** A timeout above the daemon's ceiling would fail every call: use the ceiling. */
+  /** A timeout or priority above the daemon's ceiling would fail every call: use the ceiling. */
   _fitTimeout(d) {
     const max = d?.maximums?.timeout_ms;
     if (typeof max === 'number' && typeof this.timeoutMs === 'number' && this.timeoutMs > max) {
       this.log(`timeout ${this.timeoutMs} ms is above the daemon's ceiling; using ${max} ms`);
       this.timeoutMs = max;
+    }
+    const order = ['low', 'normal', 'high'];
+    const want = this.limits?.priority;
+    const top = d?.maximums?.priority;
+    if (order.includes(want) && order.includes(top) && order.indexOf(want) > order.indexOf(top)) {
+      this.log(`priority ${want} is above the daemon's ceiling; using ${top}`);
+      this.limits = { ...this.limits, priority: top };
     }
   }
 

@@ -340,11 +340,11 @@ test('command-line and config errors: a clear message on stderr and a non-zero e
   }
 });
 
-test("a timeout above the daemon's ceiling is lowered to it", async () => {
-  const low = await startDaemon({ defaults: { timeout_ms: 1000 }, ceilings: { timeout_ms: 3000 } });
+test("a timeout or priority above the daemon's ceiling is lowered to it", async () => {
+  const low = await startDaemon({ defaults: { timeout_ms: 1000, priority: 'low' }, ceilings: { timeout_ms: 3000, priority: 'normal' } });
   const cfg = path.join(tmp, 'low.json');
   fs.writeFileSync(cfg, JSON.stringify({ mcpServers: {} }));
-  const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, '--config', cfg, '--socket', low.socketPath], stderr: 'pipe' });
+  const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, '--config', cfg, '--socket', low.socketPath, '--priority', 'high'], stderr: 'pipe' });
   let stderr = '';
   transport.stderr.on('data', (c) => { stderr += c; });
   const host = new Client({ name: 'h', version: '1' });
@@ -353,6 +353,7 @@ test("a timeout above the daemon's ceiling is lowered to it", async () => {
     const r = await host.callTool({ name: 'execute_lua', arguments: { code: 'return 1' } });
     assert.equal(value(r), 1);
     assert.match(stderr, /timeout 55000 ms is above the daemon's ceiling; using 3000 ms/);
+    assert.match(stderr, /priority high is above the daemon's ceiling; using normal/);
     const t = await host.callTool({ name: 'execute_lua', arguments: { code: 'while true do end' } });
     assert.equal(t.structuredContent.error.kind, 'timeout');
   } finally {
