@@ -108,7 +108,9 @@ static int resume(lua_State *L, lua_State *co, int narg)
     int status, nres;
 
     if (!lua_checkstack(co, narg)) {
+#if !defined(MUTATE_RESUME_CHECK)
         luaenv_check(L);            /* the growth may have been refused */
+#endif
         lua_pushliteral(L, "too many arguments to resume");
         return -1;
     }
@@ -125,7 +127,9 @@ static int resume(lua_State *L, lua_State *co, int narg)
         nres = lua_gettop(co);
         if (!lua_checkstack(L, nres + 1)) {
             lua_pop(co, nres);
+#if !defined(MUTATE_RESUME_CHECK)
             luaenv_check(L);
+#endif
             lua_pushliteral(L, "too many results to resume");
             return -1;
         }
