@@ -337,6 +337,7 @@ static void conn_eof(struct conn *c)
     c->closing = 1;
     c->eof = 1;
     ev_io_stop(c->sup->loop, &c->rio);
+    exec_end_sessions(c);       /* no chunk can come any more */
     ev_timer_init(&c->hup, hup_cb, 0.1, 0.1);
     c->hup.data = c;
     ev_timer_start(c->sup->loop, &c->hup);

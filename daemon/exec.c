@@ -34,26 +34,29 @@
 #define BIT(ev) (1u << (ev))
 
 static const char *const state_names[] = {
-    "queued", "starting", "running", "wait_tool", "finishing", "done",
+    "queued", "starting", "running", "wait_tool", "idle", "finishing", "done",
 };
 
 static const char *const event_names[] = {
     "start", "worker", "output", "tool_call", "result", "error", "bad_frame",
     "tool_ok", "tool_err", "tool_abort", "timeout", "cpu", "cancel",
-    "disconnect", "exit",
+    "disconnect", "exit", "chunk", "idle", "close",
 };
 
 /* The state table: which events each state expects. */
 static const unsigned accepts[ST_DONE + 1] = {
-    [ST_QUEUED]    = BIT(XE_START) | BIT(XE_CANCEL) | BIT(XE_DISCONNECT),
-    [ST_STARTING]  = BIT(XE_WORKER) | BIT(XE_TIMEOUT) | BIT(XE_CANCEL) | BIT(XE_DISCONNECT),
+    [ST_QUEUED]    = BIT(XE_START) | BIT(XE_CANCEL) | BIT(XE_DISCONNECT) | BIT(XE_CLOSE),
+    [ST_STARTING]  = BIT(XE_WORKER) | BIT(XE_TIMEOUT) | BIT(XE_CANCEL) | BIT(XE_DISCONNECT) |
+                     BIT(XE_CLOSE),
     [ST_RUNNING]   = BIT(XE_OUTPUT) | BIT(XE_TOOL_CALL) | BIT(XE_RESULT) | BIT(XE_ERROR) |
                      BIT(XE_BAD) | BIT(XE_TIMEOUT) | BIT(XE_CPU) | BIT(XE_CANCEL) |
-                     BIT(XE_DISCONNECT) | BIT(XE_EXIT),
+                     BIT(XE_DISCONNECT) | BIT(XE_EXIT) | BIT(XE_CLOSE),
     [ST_WAIT_TOOL] = BIT(XE_TOOL_OK) | BIT(XE_TOOL_ERR) | BIT(XE_TOOL_ABORT) | BIT(XE_BAD) |
                      BIT(XE_OUTPUT) | BIT(XE_TOOL_CALL) | BIT(XE_ERROR) |
                      BIT(XE_TIMEOUT) | BIT(XE_CPU) | BIT(XE_CANCEL) | BIT(XE_DISCONNECT) |
-                     BIT(XE_EXIT),
+                     BIT(XE_EXIT) | BIT(XE_CLOSE),
+    [ST_IDLE]      = BIT(XE_CHUNK) | BIT(XE_IDLE) | BIT(XE_CLOSE) | BIT(XE_BAD) |
+                     BIT(XE_DISCONNECT) | BIT(XE_EXIT),
     [ST_FINISHING] = BIT(XE_EXIT) | BIT(XE_DISCONNECT) | BIT(XE_CANCEL),
     [ST_DONE]      = 0,
 };
@@ -69,6 +72,7 @@ static const char *const worker_kinds[] = {
 };
 
 static void exec_free(struct exec *e);
+static void session_idle(struct exec *e);
 
 /* Take e out of the scheduler's lists (the queue, or the executions that
  * wait for a worker) if it is in one.  The counters move with a removal
@@ -93,7 +97,7 @@ static void exec_unlist(struct exec *e)
  * once reaped (an end frame may be read only at the reap), else its CPU
  * clock while it lives, else the last sample (taken before it was killed).
  * Never the figure a worker reports about itself. */
-static uint64_t worker_cpu_us(const struct exec *e)
+static uint64_t worker_cpu_raw(const struct exec *e)
 {
     clockid_t clk;
     struct timespec ts;
@@ -104,6 +108,15 @@ static uint64_t worker_cpu_us(const struct exec *e)
         clock_gettime(clk, &ts) != 0)
         return e->cpu_us_seen;
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* CPU time of this execution: for a session chunk, since the chunk began,
+ * so that cpu_ms never accumulates across chunks. */
+static uint64_t worker_cpu_us(const struct exec *e)
+{
+    uint64_t raw = worker_cpu_raw(e);
+
+    return raw > e->cpu_base_us ? raw - e->cpu_base_us : 0;
 }
 
 static json_int_t stat_int(const json_t *stats, const char *key, json_int_t dflt)
@@ -146,7 +159,8 @@ static void exec_log_end(struct exec *e, const char *kind, const json_t *wstats,
     log_info("exec conn=%llu seq=%llu id=%.64s op=%s outcome=%s wall_ms=%.1f cpu_ms=%.1f "
              "heap_peak_bytes=%lld tool_calls=%u",
              e->conn ? (unsigned long long)e->conn->id : 0ULL, (unsigned long long)e->seq,
-             id ? id : "?", e->op == OP_CHECK ? "check" : "execute", kind,
+             id ? id : "?", e->op == OP_CHECK ? "check" : e->op == OP_SESSION ? "session" : "execute",
+             kind,
              wall < 0 ? 0.0 : wall, (double)cpu_us / 1e3,
              (long long)stat_int(wstats, "heap_peak_bytes", 0), e->tool_calls);
     metrics_exec_end(kind, e->t_start > 0, wall / 1e3, e->t_start - e->t_submit);
@@ -256,8 +270,10 @@ static void exec_fail(struct exec *e, const char *kind, json_t *data, const json
     json_object_set_new(data, "output_truncated", json_boolean(e->output_truncated));
     if (e->t_start > 0)
         json_object_set_new(data, "stats", exec_stats(e, wstats));
+    if (e->op == OP_SESSION && (e->sjob == SJ_CHUNK || e->sjob == SJ_SNAPSHOT))
+        json_object_set_new(data, "session_closed", json_boolean(!e->keep_open));
     exec_log_end(e, kind, wstats, msg);     /* issue 5 */
-    if (e->conn) {
+    if (e->conn && e->req_id) {
         json_t *reply = rpc_error_new(e->req_id, kind, msg, data);
         if (reply)
             conn_send(e->conn, reply);
@@ -272,6 +288,7 @@ static void exec_fail(struct exec *e, const char *kind, json_t *data, const json
 
 static void exec_stop_timers(struct exec *e)
 {
+    ev_timer_stop(e->sup->loop, &e->idle_timer);
     ev_timer_stop(e->sup->loop, &e->deadline);
     ev_timer_stop(e->sup->loop, &e->cpu_timer);
     ev_timer_stop(e->sup->loop, &e->stream_timer);
@@ -284,7 +301,7 @@ static void exec_finish(struct exec *e)
     exec_stop_timers(e);
     e->n_pending = 0;
     if (e->w) {
-        e->cpu_us_seen = worker_cpu_us(e);
+        e->cpu_us_seen = worker_cpu_raw(e);
         wproc_kill(e->w);
         e->state = ST_FINISHING;
         return;
@@ -300,6 +317,18 @@ static void exec_free(struct exec *e)
     if (e->w)
         e->w->exec = NULL;
     exec_stop_timers(e);
+    if (e->op == OP_SESSION) {
+        sup_count_down(&e->sup->n_sessions, "n_sessions");
+        if (e->close_id && c) {     /* session/close: the worker is gone now */
+            json_t *reply = rpc_result_new(e->close_id, json_object());
+            if (reply)
+                conn_send(c, reply);
+            json_decref(reply);
+        }
+        log_info("session conn=%llu %s closed", c ? (unsigned long long)c->id : 0ULL,
+                 e->session_id);
+    }
+    json_decref(e->close_id);
     list_del(&e->conn_node);
     if (c)
         conn_maybe_finish(c);
@@ -372,6 +401,83 @@ static void exec_run(struct exec *e, struct wproc *w)
 }
 
 /* ------------------------------------------------------------------ */
+/* sessions                                                            */
+
+static void idle_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    (void)loop; (void)revents;
+    exec_event(t->data, XE_IDLE, NULL);
+}
+
+/* A session's job has been answered: forget the chunk, wait for the next.
+ * A session whose connection will send nothing more ends here. */
+static void session_idle(struct exec *e)
+{
+    exec_stop_timers(e);
+    json_decref(e->req_id);
+    e->req_id = NULL;
+    free(e->output);
+    e->output = NULL;
+    e->output_len = e->streamed = 0;
+    e->output_truncated = e->stream = e->return_bindings = e->keep_open = 0;
+    e->tool_calls = e->n_pending = 0;
+    e->sjob = SJ_NONE;
+    e->lim = e->slim;
+    e->state = ST_IDLE;
+    if (!e->conn || e->conn->closing) {
+        exec_finish(e);
+        return;
+    }
+    ev_timer_set(&e->idle_timer, e->idle_timeout, 0.);
+    ev_timer_start(e->sup->loop, &e->idle_timer);
+}
+
+/* IDLE -> RUNNING: send the chunk (or snapshot) job and start its clocks. */
+static void session_run(struct exec *e, const struct exec_evdata *d)
+{
+    struct sup *s = e->sup;
+    int rc;
+
+    ev_timer_stop(s->loop, &e->idle_timer);
+    e->req_id = json_deep_copy(d->id);
+    e->lim = *d->lim;
+    e->stream = d->stream;
+    e->return_bindings = d->return_bindings;
+    e->sjob = d->snapshot ? SJ_SNAPSHOT : SJ_CHUNK;
+    e->t_start = ev_time();
+    e->cpu_base_us = worker_cpu_raw(e);
+    e->state = ST_RUNNING;
+    wproc_apply_limits(e->w, &e->lim);
+    if ((rc = wproc_send_json(e->w, CHAN_JOB, d->json)) < 0) {
+        exec_fail(e, rc == -2 ? "invalid_params" : "internal_error", NULL, NULL,
+                  rc == -2 ? "the chunk is larger than a worker accepts" :
+                             "could not send the chunk to the worker");
+        exec_finish(e);
+        return;
+    }
+    if (e->lim.timeout_ms != LIMIT_INF) {
+        ev_timer_set(&e->deadline, (double)e->lim.timeout_ms / 1e3, 0.);
+        ev_timer_start(s->loop, &e->deadline);
+    }
+    if (e->lim.cpu_ms != LIMIT_INF) {
+        ev_timer_set(&e->cpu_timer, (double)e->lim.cpu_ms / 1e3, 0.);
+        ev_timer_start(s->loop, &e->cpu_timer);
+    }
+}
+
+/* session/close: answer what is pending, end the worker; the close itself
+ * is answered once the worker is gone (exec_free). */
+static void session_close(struct exec *e, const struct exec_evdata *d)
+{
+    e->close_id = json_deep_copy(d->id);
+    exec_unlist(e);
+    if (e->state != ST_IDLE)
+        exec_fail(e, "cancelled", NULL, NULL, "%s", e->sjob == SJ_OPEN ?
+                  "the session was closed before it opened" : "the session was closed");
+    exec_finish(e);
+}
+
+/* ------------------------------------------------------------------ */
 /* frames from the worker                                              */
 
 static void on_output(struct exec *e, const struct exec_evdata *d)
@@ -379,7 +485,7 @@ static void on_output(struct exec *e, const struct exec_evdata *d)
     size_t cap = e->lim.max_output_bytes, room, n;
     char *p;
 
-    if (e->op != OP_EXECUTE) {
+    if (e->op == OP_CHECK) {
         wproc_violation(e->w, "output from a check job");
         return;
     }
@@ -435,7 +541,7 @@ static void on_tool_call(struct exec *e, const struct exec_evdata *d)
     struct exec_call *pc;
     json_t *id, *req;
 
-    if (e->op != OP_EXECUTE || !tname || !fname || !json_is_array(args) ||
+    if (e->op == OP_CHECK || !tname || !fname || !json_is_array(args) ||
         !(fn = find_function(e->tools, tname, fname, &tool)) ||
         !arity_allowed(fn, json_array_size(args))) {
         wproc_violation(e->w, "tool call that the job does not allow");
@@ -492,22 +598,35 @@ static void on_result(struct exec *e, const struct exec_evdata *d)
     json_t *result, *names = NULL, *reply;
     const char *err = NULL;
 
+    /* a session chunk returns bindings only when asked; its open and
+     * snapshot answers are their own */
+    int want_bindings = e->op == OP_EXECUTE || e->sjob == SJ_SNAPSHOT ||
+                        (e->sjob == SJ_CHUNK && e->return_bindings);
+
     sched_supply_ok(e->sup);        /* this worker did its job */
     if (json_is_true(json_object_get(d->json, "output_truncated")))
         e->output_truncated = 1;
+    if (want_bindings &&
+        (!json_is_array(bindings) || !(names = bindings_names(bindings, &err)))) {
+        wproc_violation(e->w, "malformed bindings in the result");
+        return;
+    }
     if (e->op == OP_CHECK) {
         result = json_pack("{s:b}", "ok", 1);
+    } else if (e->sjob == SJ_OPEN) {
+        result = json_pack("{s:s}", "session", e->session_id);
+    } else if (e->sjob == SJ_SNAPSHOT) {
+        result = json_pack("{s:O,s:o}", "bindings", bindings, "binding_names", names);
     } else {
-        if (!json_is_array(bindings) || !(names = bindings_names(bindings, &err))) {
-            wproc_violation(e->w, "malformed bindings in the result");
-            return;
-        }
-        result = json_pack("{s:O,s:O,s:o,s:o,s:b,s:o}",
+        result = json_pack("{s:O,s:o,s:b,s:o}",
                            "value", json_object_get(d->json, "value") ?
                                     json_object_get(d->json, "value") : json_null(),
-                           "bindings", bindings, "binding_names", names,
                            "output", exec_output(e), "output_truncated", e->output_truncated,
                            "stats", exec_stats(e, wstats));
+        if (result && want_bindings) {
+            json_object_set(result, "bindings", (json_t *)bindings);
+            json_object_set_new(result, "binding_names", names);
+        }
     }
     if (log_enabled(LOG_LVL_DEBUG)) {       /* issue 5: the value only at debug */
         char *v = json_dumps(json_object_get(result, "value"), JSON_COMPACT | JSON_ENCODE_ANY);
@@ -521,7 +640,10 @@ static void on_result(struct exec *e, const struct exec_evdata *d)
     if (reply && e->conn)
         conn_send(e->conn, reply);
     json_decref(reply);
-    exec_finish(e);
+    if (e->op == OP_SESSION)
+        session_idle(e);
+    else
+        exec_finish(e);
 }
 
 static void on_error(struct exec *e, const struct exec_evdata *d)
@@ -544,8 +666,14 @@ static void on_error(struct exec *e, const struct exec_evdata *d)
         json_object_set(data, "line", line);
     if (json_is_string(tb))
         json_object_set(data, "traceback", tb);
+    /* A session survives its chunk's syntax or runtime error (CONTRACT 9). */
+    e->keep_open = e->op == OP_SESSION && e->sjob == SJ_CHUNK &&
+                   (strcmp(kind, "syntax_error") == 0 || strcmp(kind, "runtime_error") == 0);
     exec_fail(e, kind, data, json_object_get(d->json, "stats"), "%s", msg);
-    exec_finish(e);
+    if (e->keep_open)
+        session_idle(e);
+    else
+        exec_finish(e);
 }
 
 /* The worker died before its end frame. */
@@ -628,7 +756,7 @@ static int exec_catch_up(struct exec *e)
 #if !defined(MUTATE_DRAIN_DEADLINE)
     wproc_catch_up(e->w);
 #endif
-    return e->state >= ST_FINISHING;
+    return e->state >= ST_FINISHING || e->state == ST_IDLE;
 }
 
 /* Events that are verdicts of the supervisor's own, see exec_catch_up(). */
@@ -744,9 +872,25 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
         if (e->state == ST_FINISHING) {
             e->state = ST_DONE;
             exec_free(e);
+        } else if (e->state == ST_IDLE) {
+            log_warn("session %s: its worker died between chunks (status 0x%x)",
+                     e->session_id, d->status);
+            e->w = NULL;
+            e->state = ST_DONE;
+            exec_free(e);
         } else {
             on_exit_early(e, d);
         }
+        break;
+    case XE_CHUNK:
+        session_run(e, d);
+        break;
+    case XE_IDLE:
+        log_info("session %s idle for %.0f ms: closing it", e->session_id, e->idle_timeout * 1e3);
+        exec_finish(e);
+        break;
+    case XE_CLOSE:
+        session_close(e, d);
         break;
     }
 }
@@ -789,6 +933,14 @@ struct exec *exec_new(struct conn *c, enum exec_op op, json_t *id, json_t *job, 
     e->cpu_timer.data = e;
     ev_timer_init(&e->stream_timer, stream_cb, 0., 0.);
     e->stream_timer.data = e;
+    ev_timer_init(&e->idle_timer, idle_cb, 0., 0.);
+    e->idle_timer.data = e;
+    if (op == OP_SESSION) {
+        e->sjob = SJ_OPEN;
+        e->slim = *lim;
+        snprintf(e->session_id, sizeof e->session_id, "ses-%llu", (unsigned long long)e->seq);
+        s->n_sessions++;
+    }
     if (log_enabled(LOG_LVL_DEBUG)) {       /* issue 5: code only at debug level */
         char *code = json_dumps(json_object_get(job, "code"), JSON_COMPACT | JSON_ENCODE_ANY);
         log_debug("exec conn=%llu seq=%llu %s code=%.1500s", (unsigned long long)c->id,
@@ -843,10 +995,36 @@ struct exec *exec_find(struct conn *c, const json_t *id)
 
     list_for_each_safe(pos, tmp, &c->execs) {
         struct exec *e = list_entry(pos, struct exec, conn_node);
-        if (e->state != ST_FINISHING && json_equal(e->req_id, id))
+        if (e->state != ST_FINISHING && e->req_id && json_equal(e->req_id, id))
             return e;
     }
     return NULL;
+}
+
+struct exec *exec_session_find(struct conn *c, const json_t *sid)
+{
+    struct list_head *pos, *tmp;
+
+    if (!json_is_string(sid))
+        return NULL;
+    list_for_each_safe(pos, tmp, &c->execs) {
+        struct exec *e = list_entry(pos, struct exec, conn_node);
+        if (e->op == OP_SESSION && e->state < ST_FINISHING && !e->close_id &&
+            rpc_string_is(sid, e->session_id, strlen(e->session_id)))
+            return e;
+    }
+    return NULL;
+}
+
+void exec_end_sessions(struct conn *c)
+{
+    struct list_head *pos, *tmp;
+
+    list_for_each_safe(pos, tmp, &c->execs) {
+        struct exec *e = list_entry(pos, struct exec, conn_node);
+        if (e->op == OP_SESSION && e->state == ST_IDLE)
+            exec_finish(e);
+    }
 }
 
 void exec_detach_all(struct conn *c)
@@ -866,6 +1044,10 @@ void exec_drop(struct exec *e)
 /* Used at shutdown: answer everything still open. */
 void exec_abort(struct exec *e, const char *why)
 {
+    if (e->state == ST_IDLE) {      /* a session between chunks: nothing to answer */
+        exec_finish(e);
+        return;
+    }
     if (e->state >= ST_FINISHING || exec_catch_up(e))
         return;
     exec_unlist(e);

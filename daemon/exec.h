@@ -39,11 +39,15 @@ struct sup;
 struct conn;
 struct wproc;
 
-enum exec_op { OP_EXECUTE, OP_CHECK };
+enum exec_op { OP_EXECUTE, OP_CHECK, OP_SESSION };
 
+/* ST_IDLE: a session between chunks (its worker alive, no job). */
 enum exec_state {
-    ST_QUEUED, ST_STARTING, ST_RUNNING, ST_WAIT_TOOL, ST_FINISHING, ST_DONE,
+    ST_QUEUED, ST_STARTING, ST_RUNNING, ST_WAIT_TOOL, ST_IDLE, ST_FINISHING, ST_DONE,
 };
+
+/* What a session's worker is doing (OP_SESSION only). */
+enum session_job { SJ_NONE, SJ_OPEN, SJ_CHUNK, SJ_SNAPSHOT };
 
 enum exec_ev {
     XE_START,       /* the scheduler admitted it (QUEUED -> STARTING) */
@@ -61,6 +65,9 @@ enum exec_ev {
     XE_CANCEL,      /* $/cancelRequest */
     XE_DISCONNECT,  /* the connection is closing */
     XE_EXIT,        /* the worker was reaped (d->status) */
+    XE_CHUNK,       /* a session's next job (d->json, d->id, d->lim, flags) */
+    XE_IDLE,        /* a session's idle_timeout_ms passed */
+    XE_CLOSE,       /* session/close (d->id) */
 };
 
 struct exec_evdata {
@@ -70,6 +77,9 @@ struct exec_evdata {
     const char *why;
     int status;
     unsigned call;              /* XE_TOOL_*: index in exec.pending */
+    const json_t *id;           /* XE_CHUNK, XE_CLOSE: the request's id */
+    const struct limits *lim;   /* XE_CHUNK: the chunk's limits */
+    int stream, return_bindings, snapshot;  /* XE_CHUNK */
     struct wproc *w;
     /* XE_EXIT (containment): the number the worker's SIGSYS handler
      * reported in a CHAN_SYSCALL frame; a hint, valid if has_syscall */
@@ -110,6 +120,18 @@ struct exec {
     int      stream;
     size_t   streamed;
     ev_timer stream_timer;
+    /* sessions (OP_SESSION): one exec from session/open to its end; req_id,
+     * lim, output and the counters are the current chunk's, and req_id is
+     * NULL while the session is idle */
+    char     session_id[32];
+    int      sjob;              /* enum session_job */
+    struct limits slim;         /* the session's: every chunk's defaults and ceilings */
+    int      return_bindings;
+    int      keep_open;         /* the answer being sent leaves the session open */
+    json_t  *close_id;          /* session/close answered once the worker is gone; owned */
+    ev_timer idle_timer;
+    double   idle_timeout;      /* seconds */
+    uint64_t cpu_base_us;       /* the worker's CPU time when the chunk began */
 };
 
 /* Create a QUEUED execution of connection c.  Steals job and tools; id is
@@ -117,6 +139,12 @@ struct exec {
 struct exec *exec_new(struct conn *c, enum exec_op op, json_t *id, json_t *job, json_t *tools,
                       const struct limits *lim);
 void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d);
+
+/* An open session of c called sid (a JSON string), or NULL. */
+struct exec *exec_session_find(struct conn *c, const json_t *sid);
+/* c will send nothing more: its idle sessions end now, busy ones after
+ * their chunk. */
+void exec_end_sessions(struct conn *c);
 
 /* A live (not yet answered) execution of c with request id `id`, or NULL. */
 struct exec *exec_find(struct conn *c, const json_t *id);

@@ -196,7 +196,8 @@ static void stop_cb(struct ev_loop *loop, ev_signal *w, int revents)
         struct conn *c = list_entry(cp, struct conn, node);
         list_for_each_safe(ep, et, &c->execs) {
             struct exec *e = list_entry(ep, struct exec, conn_node);
-            if (e->state == ST_QUEUED || e->state == ST_STARTING)
+            if (e->state == ST_QUEUED || e->state == ST_STARTING ||
+                e->state == ST_IDLE)        /* idle: a session between chunks */
                 exec_abort(e, "the daemon is shutting down");
         }
     }

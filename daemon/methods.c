@@ -271,6 +271,197 @@ static json_t *job_limits(const struct sup *s, const struct limits *l)
                      "rlimit_as", as, "rlimit_cpu", cpu);
 }
 
+/* ------------------------------------------------------------------ */
+/* sessions (CONTRACT section 9)                                       */
+
+#define MAX_IDLE_TIMEOUT_MS 86400000    /* a day */
+
+/* params.session of a request: the open session of this connection it
+ * names.  NULL after answering session_not_found / invalid_params. */
+static struct exec *find_session(struct conn *c, const struct rpc_msg *m)
+{
+    const json_t *sid = json_object_get(m->params, "session");
+    struct exec *e;
+
+    if (!json_is_string(sid)) {
+        conn_send_error(c, m->id, "invalid_params", NULL, "params.session must be a string");
+        return NULL;
+    }
+    if (!(e = exec_session_find(c, sid))) {
+        conn_send_error(c, m->id, "session_not_found", NULL,
+                        "no open session of this connection is called '%.64s'",
+                        json_string_value(sid));
+        return NULL;
+    }
+    return e;
+}
+
+/* Hand a job to an idle session; busy while it runs another. */
+static void session_job(struct conn *c, const struct rpc_msg *m, struct exec *e, json_t *job,
+                        const struct limits *lim, int stream, int return_bindings, int snapshot)
+{
+    struct exec_evdata d = { .json = job, .id = m->id, .lim = lim, .stream = stream,
+                             .return_bindings = return_bindings, .snapshot = snapshot };
+
+    if (e->state != ST_IDLE) {
+        json_decref(job);
+        conn_send_error(c, m->id, "busy", NULL, "the session is %s",
+                        e->sjob == SJ_OPEN ? "still opening" : "running another chunk");
+        return;
+    }
+    if (!job) {
+        conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
+        return;
+    }
+    exec_event(e, XE_CHUNK, &d);
+    json_decref(job);
+}
+
+/* execute with params.session: one chunk in that session's Lua state. */
+static void m_chunk(struct conn *c, const struct rpc_msg *m, const json_t *code)
+{
+    struct sup *s = c->sup;
+    const json_t *p = m->params, *v;
+    const json_t *stream = json_object_get(p, "stream_output");
+    const json_t *rb = json_object_get(p, "return_bindings");
+    struct limits lim;
+    struct exec *e;
+    char err[256];
+    int rc;
+
+    if (((v = json_object_get(p, "tools")) && !json_is_null(v)) ||
+        ((v = json_object_get(p, "bindings")) && !json_is_null(v))) {
+        conn_send_error(c, m->id, "invalid_params", NULL,
+                        "a session chunk takes no tools or bindings: the session has them");
+        return;
+    }
+    if ((stream && !json_is_boolean(stream) && !json_is_null(stream)) ||
+        (rb && !json_is_boolean(rb) && !json_is_null(rb))) {
+        conn_send_error(c, m->id, "invalid_params", NULL,
+                        "params.stream_output and params.return_bindings must be booleans");
+        return;
+    }
+    if (!(e = find_session(c, m)))
+        return;
+    /* the session's limits are this chunk's defaults and ceilings: narrow only */
+    if ((rc = limits_resolve(&e->slim, &e->slim, p, &lim, err, sizeof err)) != 0) {
+        conn_send_error(c, m->id, rc == ERANGE ? "limit_out_of_range" : "invalid_params", NULL,
+                        "%s (a chunk may only narrow its session's limits)", err);
+        return;
+    }
+    session_job(c, m, e, json_pack("{s:s,s:O,s:o,s:b}", "op", "chunk", "code", code,
+                                   "limits", job_limits(s, &lim),
+                                   "return_bindings", json_is_true(rb)),
+                &lim, json_is_true(stream), json_is_true(rb), 0);
+}
+
+static void m_session_open(struct conn *c, const struct rpc_msg *m)
+{
+    struct sup *s = c->sup;
+    const json_t *p = m->params;
+    const json_t *bindings = json_object_get(p, "bindings");
+    const json_t *idle = json_object_get(p, "idle_timeout_ms");
+    json_t *tools, *index = NULL, *job;
+    struct limits lim;
+    char err[256];
+    int rc;
+    struct exec *e;
+
+    if (p && !json_is_object(p)) {
+        conn_send_error(c, m->id, "invalid_params", NULL, "params must be an object");
+        return;
+    }
+    if (idle && !json_is_null(idle) &&
+        (!json_is_integer(idle) || json_integer_value(idle) < 1 ||
+         json_integer_value(idle) > MAX_IDLE_TIMEOUT_MS)) {
+        conn_send_error(c, m->id, "invalid_params", NULL,
+                        "params.idle_timeout_ms must be an integer from 1 to %d",
+                        MAX_IDLE_TIMEOUT_MS);
+        return;
+    }
+    if (bindings && !json_is_null(bindings) && !json_is_array(bindings)) {
+        conn_send_error(c, m->id, "invalid_params", NULL,
+                        "params.bindings must be the array returned by an earlier execute");
+        return;
+    }
+    if (json_is_array(bindings) && json_array_size(bindings) > 0) {
+        const char *berr = NULL;
+        json_t *names = bindings_names(bindings, &berr);
+        if (!names) {
+            conn_send_error(c, m->id, "invalid_params", NULL, "%s", berr ? berr : "malformed bindings");
+            return;
+        }
+        json_decref(names);
+    }
+    if ((rc = limits_resolve(&s->cfg.defaults, &s->cfg.ceilings, p, &lim, err, sizeof err)) != 0) {
+        conn_send_error(c, m->id, rc == ERANGE ? "limit_out_of_range" : "invalid_params", NULL,
+                        "%s", err);
+        return;
+    }
+    if (exec_find(c, m->id)) {
+        conn_send_error(c, m->id, "invalid_request", NULL,
+                        "a request with this id is still running on this connection");
+        return;
+    }
+    if (s->n_sessions >= s->cfg.max_sessions) {
+        conn_send_error(c, m->id, "busy", json_pack("{s:I}", "max_sessions",
+                        (json_int_t)s->cfg.max_sessions),
+                        "%u sessions are open (max_sessions)", s->n_sessions);
+        return;
+    }
+    if (!(tools = norm_tools(json_object_get(p, "tools"), &index, err, sizeof err))) {
+        conn_send_error(c, m->id, "invalid_params", NULL, "%s", err);
+        return;
+    }
+    job = json_pack("{s:s,s:O,s:O,s:o}", "op", "session", "tools", tools,
+                    "bindings", json_is_array(bindings) ? json_incref((json_t *)bindings)
+                                                        : json_array(),
+                    "limits", job_limits(s, &lim));
+    json_decref(tools);
+    if (!job || !(e = exec_new(c, OP_SESSION, m->id, job, index, &lim))) {
+        conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
+        return;
+    }
+    e->idle_timeout = (double)(json_is_integer(idle) ? (unsigned)json_integer_value(idle)
+                                                     : s->cfg.session_idle_timeout_ms) / 1e3;
+    s->sessions_opened++;
+    sched_submit(e);
+}
+
+static void m_session_snapshot(struct conn *c, const struct rpc_msg *m)
+{
+    struct exec *e;
+
+    if (m->params && !json_is_object(m->params)) {
+        conn_send_error(c, m->id, "invalid_params", NULL, "params must be an object");
+        return;
+    }
+    if (exec_find(c, m->id)) {
+        conn_send_error(c, m->id, "invalid_request", NULL,
+                        "a request with this id is still running on this connection");
+        return;
+    }
+    if (!(e = find_session(c, m)))
+        return;
+    session_job(c, m, e, json_pack("{s:s,s:o}", "op", "snapshot", "limits",
+                                   job_limits(c->sup, &e->slim)),
+                &e->slim, 0, 1, 1);
+}
+
+static void m_session_close(struct conn *c, const struct rpc_msg *m)
+{
+    struct exec *e;
+    struct exec_evdata d = { .id = m->id };
+
+    if (m->params && !json_is_object(m->params)) {
+        conn_send_error(c, m->id, "invalid_params", NULL, "params must be an object");
+        return;
+    }
+    if (!(e = find_session(c, m)))
+        return;
+    exec_event(e, XE_CLOSE, &d);
+}
+
 /* execute and check share everything up to the job. */
 static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
 {
@@ -301,6 +492,11 @@ static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
     if (exec_find(c, m->id)) {
         conn_send_error(c, m->id, "invalid_request", NULL,
                         "a request with this id is still running on this connection");
+        return;
+    }
+    if (op == OP_EXECUTE && json_object_get(p, "session") &&
+        !json_is_null(json_object_get(p, "session"))) {
+        m_chunk(c, m, code);
         return;
     }
     if (!(tools = norm_tools(json_object_get(p, "tools"), &index, err, sizeof err))) {
@@ -411,7 +607,7 @@ static json_t *idle_private_bytes(const struct sup *s)
 /* The 1.1 capabilities this daemon has (CONTRACT section 3, describe);
  * clients feature-detect with them. */
 static const char *const features[] = {
-    "max_tool_calls", "any_function_names", "string_metatable", "stream_output", "parallel", NULL,
+    "max_tool_calls", "any_function_names", "string_metatable", "stream_output", "parallel", "sessions", NULL,
 };
 
 static json_t *features_new(void)
@@ -448,7 +644,19 @@ static json_t *describe_new(const struct sup *s)
                      "idle_worker_private_bytes", idle_private_bytes(s),
                      "input_buffer_bytes", (json_int_t)s->input_bytes);
 
-    if (d && json_object_set_new(d, "features", features_new()) < 0) {
+    if (!d)
+        return NULL;
+    /* 1.1: sessions (CONTRACT section 9) */
+    if (json_array_append_new(json_object_get(d, "methods"), json_string("session/open")) < 0 ||
+        json_array_append_new(json_object_get(d, "methods"), json_string("session/snapshot")) < 0 ||
+        json_array_append_new(json_object_get(d, "methods"), json_string("session/close")) < 0 ||
+        json_object_set_new(json_object_get(d, "daemon"), "max_sessions",
+                            json_integer((json_int_t)s->cfg.max_sessions)) < 0 ||
+        json_object_set_new(json_object_get(d, "daemon"), "session_idle_timeout_ms",
+                            json_integer((json_int_t)s->cfg.session_idle_timeout_ms)) < 0 ||
+        json_object_set_new(json_object_get(d, "state"), "sessions",
+                            json_integer((json_int_t)s->n_sessions)) < 0 ||
+        json_object_set_new(d, "features", features_new()) < 0) {
         json_decref(d);
         return NULL;
     }
@@ -498,8 +706,20 @@ void methods_request(struct conn *c, const struct rpc_msg *m)
         m_binding_names(c, m);
         return;
     }
+    if (strcmp(name, "session/open") == 0) {
+        m_session_open(c, m);
+        return;
+    }
+    if (strcmp(name, "session/snapshot") == 0) {
+        m_session_snapshot(c, m);
+        return;
+    }
+    if (strcmp(name, "session/close") == 0) {
+        m_session_close(c, m);
+        return;
+    }
     if (strcmp(name, "prompt_info") == 0)
-        result = prompt_info_new();
+        result = prompt_info_new(json_is_true(json_object_get(m->params, "session")));
     else if (strcmp(name, "ping") == 0)
         result = json_object();
     else if (strcmp(name, "describe") == 0)

@@ -10,7 +10,8 @@
 
 /* {"language": "Lua 5.3", "constraints": "<markdown bullets>",
  *  "tool_usage": "<one line>"} as a new object (caller owns); NULL only on
- * allocation failure. */
-json_t *prompt_info_new(void);
+ * allocation failure.  session: the texts for code run in a session
+ * (what persists differs). */
+json_t *prompt_info_new(int session);
 
 #endif

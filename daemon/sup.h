@@ -85,6 +85,10 @@ struct sup {
     size_t   input_bytes;         /* their input buffers, allocated (describe) */
     size_t   output_bytes;        /* their answers queued, not yet written */
 
+    unsigned n_sessions;          /* open sessions (OP_SESSION execs not yet
+                                   * freed), each holding or awaiting a worker;
+                                   * <= cfg.max_sessions when opened */
+    uint64_t sessions_opened;     /* session/open requests accepted so far */
     uint64_t next_exec_seq;
     uint64_t workers_started;     /* workers handed over by the zygote (describe) */
     int      stopping;

@@ -358,6 +358,7 @@ static void resume_branch(lua_State *L, struct branch *b, int i)
     luaenv_charge_resume(L);            /* as coroutine.resume: raises when spent */
 #endif
     b->state = BR_RUN;
+    luaenv_arm(co);
     status = lua_resume(co, L, 0);
     if (status == LUA_YIELD) {
         if (b->state == BR_RUN) {       /* not a tool call: a yield of its own */

@@ -268,6 +268,26 @@ void luaenv_check(lua_State *L)
     luaenv_rethrow(L);
 }
 
+/*
+ * Give thread co the count hook the state runs under now.  A coroutine keeps
+ * the hook it was created with, and in a session it may have been created by
+ * an earlier chunk under other limits (or none): without this, resuming it
+ * would run the instructions of this chunk unbilled.
+ */
+void luaenv_arm(lua_State *co)
+{
+    struct luaenv *e = luaenv_from(co);
+
+#if defined(MUTATE_SESSION_REARM)
+    return;                             /* mutant: coroutines keep their old hook */
+#endif
+    if (e->hook_period == 0)
+        lua_sethook(co, NULL, 0, 0);
+    else
+        lua_sethook(co, count_hook, LUA_MASKCOUNT,
+                    e->fatal != LUAENV_FATAL_NONE ? 1 : e->hook_period);
+}
+
 static void set_fatal(struct luaenv *e, int kind)
 {
     if (e->fatal == LUAENV_FATAL_NONE)

@@ -168,6 +168,9 @@ int luaenv_rethrow(lua_State *L);
 /* Bill one hook period for a coroutine resume (raises when the budget is
  * spent); see luaenv.c. */
 void luaenv_charge_resume(lua_State *L);
+/* Before resuming thread co: give it the count hook of the current limits
+ * (a coroutine may come from an earlier session chunk). */
+void luaenv_arm(lua_State *co);
 
 /* A full collection (lua_gc LUA_GCCOLLECT) billed to the budget like the
  * core's emergency collections (see luaenv.c); raises when that spends it. */

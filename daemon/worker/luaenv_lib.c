@@ -121,6 +121,7 @@ static int resume(lua_State *L, lua_State *co, int narg)
 #if !defined(MUTATE_RESUME_BILLING)
     luaenv_charge_resume(L);
 #endif
+    luaenv_arm(co);
     lua_xmove(L, co, narg);
     status = lua_resume(co, L, narg);
     if (status == LUA_OK || status == LUA_YIELD) {

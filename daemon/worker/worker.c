@@ -45,6 +45,12 @@ struct job {
     int            check;           /* op "check" */
     size_t         max_result, max_bindings;
     struct calls   calls;           /* tool calls and parallel() */
+    /* sessions: op "session", then "chunk" jobs until the worker is killed */
+    int            session;
+    int            return_bindings; /* this chunk returns its bindings */
+    int            snapshot;        /* this job is session/snapshot */
+    int            base_ref;        /* registry ref of the baseline table */
+    uint64_t       cpu_start;       /* CPU time when the job began */
     /* the end frame, built by job_main() */
     uint32_t       end_type;        /* 0 until decided */
     json_t        *end;             /* owned */
@@ -414,12 +420,39 @@ fail:
     return NULL;
 }
 
+/* The globals above the baseline as bindings into *out (new reference), or
+ * -1 with the end frame set. */
+static int export_bindings(struct job *job, lua_State *L, int g, int base, json_t **out)
+{
+    const char *err;
+    size_t size;
+    char buf[160];
+    int rc;
+
+    /* bindings_export reads a bound of 0 as "unbounded"; here 0 means that no
+     * global at all may be left behind. */
+    rc = bindings_export(L, g, base, job->max_bindings, out, &size, &err);
+    if (rc == 0 && job->max_bindings == 0 && json_array_size(*out) > 0) {
+        json_decref(*out);
+        rc = -1;
+        err = "bindings too large";
+    }
+    if (rc == 0)
+        return 0;
+    if (strcmp(err, "bindings too large") == 0) {
+        snprintf(buf, sizeof buf, "the global variables left behind exceed max_bindings_bytes "
+                 "(%zu bytes)", job->max_bindings);
+        end_errorf(job, "bindings_too_large", buf);
+    } else {
+        end_errorf(job, "internal_error", err);
+    }
+    return -1;
+}
+
 static void end_result(struct job *job, lua_State *L, int g, int base, int first)
 {
     const char *err;
-    int rc;
     json_t *value, *b, *names;
-    size_t size;
     char buf[160];
 
     value = encode_results(L, first, job->max_result, &err);
@@ -431,23 +464,13 @@ static void end_result(struct job *job, lua_State *L, int g, int base, int first
         end_errorf(job, "runtime_error", buf);
         return;
     }
-    /* bindings_export reads a bound of 0 as "unbounded"; here 0 means that no
-     * global at all may be left behind. */
-    rc = bindings_export(L, g, base, job->max_bindings, &b, &size, &err);
-    if (rc == 0 && job->max_bindings == 0 && json_array_size(b) > 0) {
-        json_decref(b);
-        rc = -1;
-        err = "bindings too large";
+    if (job->session && !job->return_bindings) {   /* a session chunk, no bindings asked */
+        job->end_type = CHAN_RESULT;
+        job->end = json_pack("{s:o}", "value", value);
+        return;
     }
-    if (rc != 0) {
+    if (export_bindings(job, L, g, base, &b) != 0) {
         json_decref(value);
-        if (strcmp(err, "bindings too large") == 0) {
-            snprintf(buf, sizeof buf, "the global variables left behind exceed max_bindings_bytes "
-                     "(%zu bytes)", job->max_bindings);
-            end_errorf(job, "bindings_too_large", buf);
-        } else {
-            end_errorf(job, "internal_error", err);
-        }
         return;
     }
     names = bindings_names(b, &err);
@@ -456,33 +479,49 @@ static void end_result(struct job *job, lua_State *L, int g, int base, int first
                          "binding_names", names ? names : json_array());
 }
 
+/* Tool tables, parallel(), the baseline (pushed: the returned index) and
+ * the job's bindings in the globals at g.  0, or -1 with the end frame set. */
+static int setup_globals(struct job *job, lua_State *L, int g, int *base)
+{
+    json_t *bindings = json_object_get(job->spec, "bindings");
+    const char *err;
+
+    make_tools(L, job, g);
+    calls_push_parallel(L, &job->calls);
+    lua_setfield(L, g, "parallel");
+    make_baseline(L, g);
+    *base = lua_gettop(L);
+    if (bindings != NULL && !json_is_null(bindings)
+        && bindings_restore(L, g, *base, bindings, &err) != 0) {
+        end_errorf(job, "invalid_params", err);
+        return -1;
+    }
+    return 0;
+}
+
+static int run_code(struct job *job, lua_State *L, int g, int base);
+
 /* Runs under lua_pcall; argument 1 is the job. */
 static int job_main(lua_State *L)
 {
     struct job *job = lua_touserdata(L, 1);
-    const char *code = json_string_value(json_object_get(job->spec, "code"));
-    size_t code_len = json_string_length(json_object_get(job->spec, "code"));
-    json_t *bindings = json_object_get(job->spec, "bindings");
-    const char *err;
-    int g, base, chunk, status;
+    int g, base = 0;
 
     lua_settop(L, 0);
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);   /* the real globals */
     g = lua_gettop(L);
-    if (!job->check) {
-        make_tools(L, job, g);
-        calls_push_parallel(L, &job->calls);
-        lua_setfield(L, g, "parallel");
-        make_baseline(L, g);
-        base = lua_gettop(L);
-        if (bindings != NULL && !json_is_null(bindings)
-            && bindings_restore(L, g, base, bindings, &err) != 0) {
-            end_errorf(job, "invalid_params", err);
-            return 0;
-        }
-    } else {
-        base = 0;
-    }
+    if (!job->check && setup_globals(job, L, g, &base) != 0)
+        return 0;
+    return run_code(job, L, g, base);
+}
+
+/* Compile and run the job's code; the end frame is left in job. */
+static int run_code(struct job *job, lua_State *L, int g, int base)
+{
+    const char *code = json_string_value(json_object_get(job->spec, "code"));
+    size_t code_len = json_string_length(json_object_get(job->spec, "code"));
+    int chunk, status;
+
     status = luaL_loadbufferx(L, code, code_len, "=input", "t");
     if (status != LUA_OK) {
         if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL)
@@ -521,6 +560,52 @@ static int job_main(lua_State *L)
     return 0;
 }
 
+/* ---- sessions: one state, chunk after chunk ---- */
+
+/* session/open, under lua_pcall (argument 1 the job): the globals are set
+ * up once; the baseline is kept in the registry for every later chunk. */
+static int session_open_main(lua_State *L)
+{
+    struct job *job = lua_touserdata(L, 1);
+    int g, base;
+
+    lua_settop(L, 0);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    g = lua_gettop(L);
+    if (setup_globals(job, L, g, &base) != 0)
+        return 0;
+    lua_pushvalue(L, base);
+    job->base_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    job->end_type = CHAN_RESULT;
+    job->end = json_object();
+    return 0;
+}
+
+/* One chunk of a session, under lua_pcall. */
+static int session_chunk_main(lua_State *L)
+{
+    struct job *job = lua_touserdata(L, 1);
+    int g;
+
+    lua_settop(L, 0);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    g = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, job->base_ref);
+    if (job->snapshot) {
+        json_t *b, *names;
+        const char *err;
+        luaenv_finish(job->env);    /* no Lua runs: the globals are read raw */
+        if (export_bindings(job, L, g, g + 1, &b) != 0)
+            return 0;
+        names = bindings_names(b, &err);
+        job->end_type = CHAN_RESULT;
+        job->end = json_pack("{s:o, s:o}", "bindings", b, "binding_names",
+                             names ? names : json_array());
+        return 0;
+    }
+    return run_code(job, L, g, g + 1);
+}
+
 /* ---- the job frame ---- */
 
 /* A limit: a non-negative integer, or null/absent for dflt. */
@@ -535,25 +620,38 @@ static size_t limit_of(json_t *limits, const char *key, size_t dflt)
     return n < 0 ? dflt : (size_t)n;
 }
 
-static void read_job(struct job *job)
+/* Read the next JOB frame.  first: the worker's one job, or a session's
+ * open ("execute", "check", "session"); else a session's next job
+ * ("chunk", "snapshot").  Anything else ends the process. */
+static void read_job(struct job *job, int first)
 {
     json_t *op, *code, *limits;
+    const char *o;
     char *payload;
     size_t len;
     uint32_t type;
 
     if (chan_recv(job->fd, &type, &payload, &len, JOB_MAX_BYTES) != 0 || type != CHAN_JOB)
         _exit(WORKER_EXIT_PROTO);
+    json_decref(job->spec);
     job->spec = json_loadb(payload, len, JSON_ALLOW_NUL, NULL);
     free(payload);
     op = json_object_get(job->spec, "op");
     code = json_object_get(job->spec, "code");
     limits = json_object_get(job->spec, "limits");
-    if (!json_is_string(op) || !json_is_string(code) || (limits != NULL && !json_is_object(limits)))
+    o = json_string_value(op);
+    if (o == NULL || (limits != NULL && !json_is_object(limits)))
         _exit(WORKER_EXIT_PROTO);
-    if (strcmp(json_string_value(op), "check") == 0)
+    job->snapshot = !first && strcmp(o, "snapshot") == 0;
+    job->return_bindings = json_is_true(json_object_get(job->spec, "return_bindings"));
+    if (first && strcmp(o, "session") == 0)
+        job->session = 1;
+    else if (first && strcmp(o, "check") == 0)
         job->check = 1;
-    else if (strcmp(json_string_value(op), "execute") != 0)
+    else if (!(first && strcmp(o, "execute") == 0) && !(!first && strcmp(o, "chunk") == 0) &&
+             !job->snapshot)
+        _exit(WORKER_EXIT_PROTO);
+    if (!json_is_string(code) && !job->session && !job->snapshot)
         _exit(WORKER_EXIT_PROTO);
 }
 
@@ -561,12 +659,32 @@ static void read_job(struct job *job)
  * limits (always permitted, and allowed by the seccomp filter only for these
  * two resources of this process).  A failure leaves the looser limits set
  * by contain_worker in place. */
-static void apply_rlimits(json_t *limits)
+static void apply_rlimits(struct job *job, json_t *limits)
 {
     json_t *as = json_object_get(limits, "rlimit_as");
     json_t *cpu = json_object_get(limits, "rlimit_cpu");
     struct rlimit r;
 
+    if (job->session) {
+        /* RLIMIT_AS bounds the whole state: set once, at the open.  The CPU
+         * backstop is per chunk: counted from the CPU time already used, and
+         * the hard limit is left where it is so the next chunk can move the
+         * soft one (no chunk dies of the session's history). */
+        if (job->base_ref == 0 && json_is_integer(as) && json_integer_value(as) > 0) {
+            r.rlim_cur = r.rlim_max = (rlim_t)json_integer_value(as);
+            (void)setrlimit(RLIMIT_AS, &r);
+        }
+        r.rlim_max = RLIM_INFINITY;
+#if !defined(MUTATE_SESSION_CPU_BASE)
+        r.rlim_cur = json_is_integer(cpu) && json_integer_value(cpu) > 0 ?
+                     (rlim_t)(cpu_us() / 1000000u) + (rlim_t)json_integer_value(cpu) : RLIM_INFINITY;
+#else
+        r.rlim_cur = json_is_integer(cpu) && json_integer_value(cpu) > 0 ?
+                     (rlim_t)json_integer_value(cpu) : RLIM_INFINITY;  /* mutant: absolute */
+#endif
+        (void)setrlimit(RLIMIT_CPU, &r);
+        return;
+    }
     if (json_is_integer(as) && json_integer_value(as) > 0) {
         r.rlim_cur = r.rlim_max = (rlim_t)json_integer_value(as);
         (void)setrlimit(RLIMIT_AS, &r);
@@ -578,7 +696,9 @@ static void apply_rlimits(json_t *limits)
     }
 }
 
-static void apply_limits(struct job *job)
+/* The job's limits; the first job of the worker also sets up the tool
+ * calls (their numbering runs on across a session's chunks). */
+static void apply_limits(struct job *job, int first)
 {
     json_t *limits = json_object_get(job->spec, "limits");
     struct luaenv_limits lim;
@@ -592,12 +712,14 @@ static void apply_limits(struct job *job)
         lim.max_reductions = 1;
     lim.cpu_us = (uint64_t)limit_of(limits, "cpu_ms", 0) * 1000u;  /* optional extension */
     lim.max_output_bytes = limit_of(limits, "max_output_bytes", DEFAULT_OUTPUT);
-    apply_rlimits(limits);
+    apply_rlimits(job, limits);
     lim.output_fd = job->check ? -1 : job->fd;
     job->max_result = limit_of(limits, "max_result_bytes", DEFAULT_RESULT);
     job->max_bindings = limit_of(limits, "max_bindings_bytes", DEFAULT_BINDINGS);
-    calls_init(&job->calls, job->fd, job->max_result,
-               (unsigned)limit_of(limits, "max_parallel_calls", 1));
+    if (first)
+        calls_init(&job->calls, job->fd, job->max_result,
+                   (unsigned)limit_of(limits, "max_parallel_calls", 1));
+    job->cpu_start = cpu_us();
     luaenv_apply(job->env, &lim);
 }
 
@@ -614,7 +736,7 @@ static void send_end(struct job *job)
         json_object_set_new(job->end, "stats", json_pack("{s:I, s:I, s:I}",
                             "reductions", (json_int_t)st.reductions,
                             "heap_peak_bytes", (json_int_t)st.heap_peak_bytes,
-                            "cpu_us", (json_int_t)cpu_us()));
+                            "cpu_us", (json_int_t)(cpu_us() - job->cpu_start)));
     }
     text = json_dumps(job->end, JSON_COMPACT);
     if (text == NULL || chan_send(job->fd, job->end_type, text, strlen(text)) != 0)
@@ -644,31 +766,65 @@ struct luaenv *worker_env_new(void)
     return env;
 }
 
-void worker_run(struct luaenv *env, int fd)
+/* Run f(job) under lua_pcall and send its end frame.  Returns 1 when the
+ * state may run another chunk: a result, or a syntax or runtime error. */
+static int run_job(struct job *job, lua_CFunction f)
 {
-    struct job job = {.env = env, .fd = fd};
-    lua_State *L = luaenv_state(env);
+    lua_State *L = luaenv_state(job->env);
+    const char *kind;
     int status;
 
-    read_job(&job);
-    apply_limits(&job);
-    lua_pushcfunction(L, job_main);
-    lua_pushlightuserdata(L, &job);
+    job->end_type = 0;
+    json_decref(job->end);
+    job->end = NULL;
+    job->line = 0;
+    job->have_tb = 0;
+    job->tb_len = 0;
+    lua_pushcfunction(L, f);
+    lua_pushlightuserdata(L, job);
     status = lua_pcall(L, 1, 0, 0);
     if (status != LUA_OK) {
-        /* escaped job_main: a memory error in tool tables or bindings */
+        /* escaped the job function: a memory error in tool tables or bindings */
         enum luaenv_caught c = luaenv_catch(L, status);
-        luaenv_finish(env);
+        luaenv_finish(job->env);
         if (c == LUAENV_CAUGHT_FATAL) {
-            end_fatal(&job);
+            end_fatal(job);
         } else {
             size_t len;
             const char *msg = error_text(L, -1, &len);
-            end_error(&job, "internal_error", msg, len);
+            end_error(job, "internal_error", msg, len);
         }
     }
-    if (job.end_type == 0)
-        end_errorf(&job, "internal_error", "the job ended without a result");
-    send_end(&job);
-    _exit(WORKER_EXIT_OK);
+    luaenv_finish(job->env);
+    lua_settop(L, 0);
+    if (job->end_type == 0)
+        end_errorf(job, "internal_error", "the job ended without a result");
+    send_end(job);
+    if (job->end_type == CHAN_RESULT)
+        return 1;
+    kind = json_string_value(json_object_get(job->end, "kind"));
+    return luaenv_fatal(job->env) == LUAENV_FATAL_NONE && kind != NULL &&
+           (strcmp(kind, "syntax_error") == 0 || strcmp(kind, "runtime_error") == 0);
+}
+
+void worker_run(struct luaenv *env, int fd)
+{
+    struct job job = {.env = env, .fd = fd};
+
+    read_job(&job, 1);
+    apply_limits(&job, 1);
+    if (!job.session) {
+        run_job(&job, job_main);
+        _exit(WORKER_EXIT_OK);
+    }
+    /* a session: the open, then chunk after chunk until the supervisor
+     * kills the process (or a chunk ends it with a limit) */
+    if (!run_job(&job, session_open_main))
+        _exit(WORKER_EXIT_OK);
+    for (;;) {
+        read_job(&job, 0);
+        apply_limits(&job, 0);
+        if (!run_job(&job, session_chunk_main))
+            _exit(WORKER_EXIT_OK);
+    }
 }

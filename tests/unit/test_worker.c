@@ -634,8 +634,10 @@ static void test_coroutines_still_work(void **state)
 
 static void test_prompt_info(void **state)
 {
-    json_t *p = prompt_info_new();
+    json_t *p = prompt_info_new(0);
     const char *c = json_string_value(json_object_get(p, "constraints"));
+    json_t *ps = prompt_info_new(1);
+    const char *cs = json_string_value(json_object_get(ps, "constraints"));
 
     (void)state;
     assert_string_equal(json_string_value(json_object_get(p, "language")), "Lua 5.3");
@@ -644,7 +646,16 @@ static void test_prompt_info(void **state)
     assert_non_null(strstr(c, "global"));
     assert_non_null(strstr(c, "resulting string too large"));
     assert_non_null(strstr(json_string_value(json_object_get(p, "tool_usage")), "Name.fn("));
+    assert_non_null(strstr(c, "parallel("));
+    assert_null(strstr(c, "This is a session"));
+    /* session mode: what persists differs, the rest is the same */
+    assert_non_null(cs);
+    assert_non_null(strstr(cs, "This is a session"));
+    assert_non_null(strstr(cs, "functions"));
+    assert_non_null(strstr(cs, "parallel("));
+    assert_null(strstr(cs, "define helper functions again"));
     json_decref(p);
+    json_decref(ps);
 }
 
 static int group_setup(void **state)
