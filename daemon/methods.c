@@ -413,7 +413,7 @@ static void m_session_open(struct conn *c, const struct rpc_msg *m)
         conn_send_error(c, m->id, "invalid_params", NULL, "%s", err);
         return;
     }
-    job = json_pack("{s:s,s:O,s:O,s:o}", "op", "session", "tools", tools,
+    job = json_pack("{s:s,s:O,s:o,s:o}", "op", "session", "tools", tools,
                     "bindings", json_is_array(bindings) ? json_incref((json_t *)bindings)
                                                         : json_array(),
                     "limits", job_limits(s, &lim));
