@@ -6,7 +6,8 @@ on one daemon, in one run.
 
 Two figures, each with its baseline measured in the same run:
   * tool calls per second inside one execution: AsyncClient serving
-    `T.f(i)` (a coroutine function, and a plain function run in a thread)
+    `T.f(i)` (a coroutine function; also a plain function marked inline,
+    and one run in a thread)
     versus `bench/loadgen tools` answering the same calls from C
     (target: the async client at least 0.5x the C rate);
   * a trivial execute (`return 1+1`) through the blocking Client, p50 round
@@ -74,15 +75,19 @@ def start_daemon(binary, tmp):
     raise SystemExit("sandboxd did not start")
 
 
-async def py_tools(sock, calls, use_async):
+async def py_tools(sock, calls, kind):
     async def f_async(i):
         return 1
 
-    def f_sync(i):
+    @sandboxd.tool(inline=True)
+    def f_inline(i):
+        return 1
+
+    def f_thread(i):
         return 1
 
     async with sandboxd.AsyncClient(sock) as c:
-        fn = f_async if use_async else f_sync
+        fn = {"async": f_async, "inline": f_inline, "thread": f_thread}[kind]
         t0 = time.perf_counter()
         r = await c.execute(TOOLS_CODE % calls, tools={"T": {"f": fn}}, timeout_ms=600000)
         el = time.perf_counter() - t0
@@ -123,8 +128,9 @@ def main():
     try:
         for _ in range(a.runs):
             r = {"c_rate": loadgen("tools", "-s", sock, "-n", a.calls)["rate"],
-                 "py_async": asyncio.run(py_tools(sock, a.calls, True)),
-                 "py_thread": asyncio.run(py_tools(sock, a.calls, False))}
+                 "py_async": asyncio.run(py_tools(sock, a.calls, "async")),
+                 "py_inline": asyncio.run(py_tools(sock, a.calls, "inline")),
+                 "py_thread": asyncio.run(py_tools(sock, a.calls, "thread"))}
             lg = loadgen("latency", "-s", sock, "-n", a.n)
             r["c_lat"], r["c_wall"] = lg["p50_us"], lg["wall_p50_us"]
             r["py_lat"], r["py_wall"] = py_latency(sock, a.n)
@@ -143,6 +149,7 @@ def main():
     # result, the best round is shown beside it.
     ra = med(lambda r: r["py_async"] / r["c_rate"])
     rt = med(lambda r: r["py_thread"] / r["c_rate"])
+    ri = med(lambda r: r["py_inline"] / r["c_rate"])
     over = med(lambda r: r["py_lat"] - r["c_lat"])
     over_wall = med(lambda r: r["py_lat"] - r["c_wall"])
     best_a = max(r["py_async"] / r["c_rate"] for r in rounds)
@@ -152,6 +159,7 @@ def main():
     print("py_thread_tool_calls_per_s=%.0f" % med(lambda r: r["py_thread"]))
     print("tool_ratio_async=%.2f" % ra)
     print("tool_ratio_async_best=%.2f" % best_a)
+    print("tool_ratio_inline=%.2f" % ri)
     print("tool_ratio_thread=%.2f" % rt)
     print("c_latency_p50_us=%.1f" % med(lambda r: r["c_lat"]))
     print("daemon_wall_p50_us=%.1f" % med(lambda r: r["c_wall"]))
@@ -165,6 +173,9 @@ def main():
     print("%-50s %9.0f %9.0f %8.2f  >= 0.50 %s (best round %.2f)" % (
         "tool calls/s, AsyncClient, async def tool", med(lambda r: r["py_async"]),
         med(lambda r: r["c_rate"]), ra, "met" if ra >= 0.5 else "NOT met", best_a))
+    print("%-50s %9.0f %9.0f %8.2f  (report)" % (
+        "tool calls/s, AsyncClient, @tool(inline=True) def", med(lambda r: r["py_inline"]),
+        med(lambda r: r["c_rate"]), ri))
     print("%-50s %9.0f %9.0f %8.2f  (report)" % (
         "tool calls/s, AsyncClient, plain def in a thread", med(lambda r: r["py_thread"]),
         med(lambda r: r["c_rate"]), rt))

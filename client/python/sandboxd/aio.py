@@ -178,14 +178,19 @@ class _Conn(asyncio.BufferedProtocol):
         if f is None:
             self.write(_core.answer_line(tid, exc=args, info=self.info, ex=ex))
             return
+        if f.inline:                                # quick by its author's word: no task
+            try:
+                line = _core.answer_line(tid, f.fn(*args), None, self.info, ex)
+            except Exception as e:
+                line = _core.answer_line(tid, exc=e, info=self.info, ex=ex)
+            self.write(line)
+            return
         ex.tasks.add(self.loop.create_task(self.run_tool(ex, tid, f, args)))
 
     async def run_tool(self, ex, tid, f, args):
         try:
             if f.is_async:
                 v = await f.fn(*args)
-            elif f.inline:
-                v = f.fn(*args)
             else:
                 ctx = contextvars.copy_context()
                 v = await self.loop.run_in_executor(self.client._pool(), ctx.run, f.fn, *args)

@@ -88,12 +88,12 @@ class Function:
         info = getattr(fn, _ATTR, None)
         self.description = (info.description if info and info.description
                             else inspect.getdoc(fn) or "")
-        self.inline = bool(info and info.inline)
         target = fn
         while not inspect.iscoroutinefunction(target) and hasattr(target, "__wrapped__"):
             target = target.__wrapped__
         self.is_async = (inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
                          or inspect.iscoroutinefunction(getattr(fn, "__call__", None)))
+        self.inline = bool(info and info.inline) and not self.is_async
         self.arities, self.params = _arities(name, fn)
         self.wire = {"name": name, "arities": self.arities} if self.arities is not None else name
 

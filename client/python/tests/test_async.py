@@ -272,3 +272,23 @@ def test_one_client_across_event_loops(sock):
     assert asyncio.run(c.execute("return 1")).value == 1
     assert asyncio.run(c.execute("return 2")).value == 2     # a new loop: a new connection
     asyncio.run(c.close())
+
+
+def test_inline_tools_run_on_the_loop(sock):
+    import threading
+    seen = []
+
+    @sandboxd.tool(inline=True)
+    def quick(x):
+        seen.append(threading.get_ident())
+        if x < 0:
+            raise ValueError("negative")
+        return x * 2
+
+    async def main():
+        async with sandboxd.AsyncClient(sock) as c:
+            r = await c.execute("local ok, e = pcall(T.quick, -1) return T.quick(4), e",
+                                tools={"T": {"quick": quick}})
+            assert r.value == [8, "T.quick: ValueError: negative"]
+    asyncio.run(main())
+    assert seen == [threading.get_ident()] * 2

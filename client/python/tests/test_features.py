@@ -121,3 +121,20 @@ def test_max_tool_calls_by_the_daemon(sock, features):
             c.execute("for i = 1, 5 do pcall(T.f) end", tools={"T": {"f": lambda: 1}},
                       max_tool_calls=2)
         assert ei.value.kind == "tool_call_limit" and "client" not in ei.value.data
+
+
+def test_daemon_session_after_the_daemon_restarted(daemon_factory):
+    d = daemon_factory()
+    with sandboxd.Client(d.socket_path) as c:
+        if "sessions" not in c.features():
+            pytest.skip("the daemon does not list 'sessions' in describe's features")
+        s = c.session(bindings=[["k", 1]])
+        s.execute("function f() return k + 1 end")
+        assert s.execute("return f()").value == 2
+        d.kill()
+        with pytest.raises(sandboxd.DaemonUnavailable):
+            s.execute("return f()")
+        d.start()
+        assert s.execute("return k, f").value == [1, None]      # a new session, initial bindings
+        assert s.restarts == 1
+        s.close()
