@@ -77,7 +77,11 @@ class _Conn(asyncio.BufferedProtocol):
             await w
 
     def get_buffer(self, sizehint):
-        return self.reader.space()
+        try:
+            return self.reader.space()
+        except errors.ProtocolError as e:
+            self.fail(e)
+            return memoryview(bytearray(_core.LineReader.CHUNK))   # read into nothing
 
     def buffer_updated(self, nbytes):
         try:
@@ -106,7 +110,10 @@ class _Conn(asyncio.BufferedProtocol):
         for ex in list(self.executions.values()):
             ex.done = True
             for t in list(ex.tasks):
-                t.cancel()
+                try:
+                    t.cancel()
+                except RuntimeError:
+                    pass
         self.resume_writing()
         if self.transport is not None:
             try:
@@ -214,7 +221,7 @@ class _Conn(asyncio.BufferedProtocol):
     # ---------------------------------------------------------- requests
     async def call(self, method, params, ex=None, deadline=None):
         if self.lost is not None:
-            raise self.lost
+            raise errors.copy_error(self.lost)
         self.next_id += 1
         rid = self.next_id
         line = _core.request_line(rid, method, params, self.info)
@@ -232,7 +239,7 @@ class _Conn(asyncio.BufferedProtocol):
                 await self.drain()
             return await fut
         except asyncio.CancelledError:
-            if fut.cancelled():
+            if not fut.done() or fut.cancelled():   # cancelled while waiting (or draining)
                 self.write(_core.cancel_line(rid))
             raise
         finally:
