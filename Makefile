@@ -169,12 +169,14 @@ test: deps
 	$(MAKE) test-hooks
 	$(MAKE) O=build test-node
 	$(MAKE) O=build test-elixir
+	$(MAKE) O=build/asan SANITIZE=1 test-elixir
 	$(MAKE) -C bench O=$(CURDIR)/build smoke
 	FUZZ_JOBS=2 tests/fuzz/run.sh 10
 	$(MAKE) mutation
 
 # The Elixir client and Legion adapter (client/elixir) against the daemon in
-# $(O): ExUnit, offline (the mix project has no dependencies, so no Hex).
+# $(O): ExUnit, offline (the mix project has no dependencies, so no Hex).  A
+# sanitizer report in a daemon's log fails the run.
 test-elixir: all
 	cd client/elixir && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd MIX_ENV=test HEX_OFFLINE=1 \
 	MIX_BUILD_ROOT=$(CURDIR)/$(O)/elixir mix test

@@ -3,5 +3,12 @@
 daemon = Sandboxd.TestDaemon.start()
 Application.put_env(:sandboxd, :socket, daemon.socket)
 Application.put_env(:sandboxd, :test_daemon, daemon)
-System.at_exit(fn _ -> Sandboxd.TestDaemon.stop(daemon) end)
+
+System.at_exit(fn _ ->
+  with {:error, reports} <- Sandboxd.TestDaemon.stop(daemon) do
+    IO.puts(:stderr, "sandboxd reported sanitizer errors:\n" <> Enum.join(reports, "\n"))
+    System.halt(1)
+  end
+end)
+
 ExUnit.start()

@@ -27,7 +27,7 @@ defmodule Sandboxd.DaemonsTest do
         "daemon" => %{"max_workers" => 1, "max_queue" => 0, "pool_size" => 0}
       })
 
-    on_exit(fn -> Sandboxd.TestDaemon.stop(d) end)
+    on_exit(fn -> assert :ok = Sandboxd.TestDaemon.stop(d) end)
     d
   end
 
@@ -131,7 +131,7 @@ defmodule Sandboxd.DaemonsTest do
 
   test "a tool result larger than max_message_bytes is a catchable Lua error, not a silent timeout" do
     d = Sandboxd.TestDaemon.start(%{"daemon" => %{"max_message_bytes" => 100_000}})
-    on_exit(fn -> Sandboxd.TestDaemon.stop(d) end)
+    on_exit(fn -> assert :ok = Sandboxd.TestDaemon.stop(d) end)
     {:ok, conn} = Sandboxd.connect(socket: d.socket)
     tools = %{"T" => %{"big" => fn n -> String.duplicate("x", n) end}}
 
@@ -160,11 +160,11 @@ defmodule Sandboxd.DaemonsTest do
 
     with_socket(socket, fn ->
       assert {:ok, {1, _}} = L.execute("return 1", 5000, [], [], [])
-      Sandboxd.TestDaemon.stop(d1)
+      :ok = Sandboxd.TestDaemon.stop(d1)
       d2 = Sandboxd.TestDaemon.start(%{}, socket: socket)
 
       on_exit(fn ->
-        Sandboxd.TestDaemon.stop(d2)
+        assert :ok = Sandboxd.TestDaemon.stop(d2)
         File.rm_rf(dir)
       end)
 

@@ -66,7 +66,12 @@ defmodule Sandboxd.TestDaemon do
     %{socket: socket, port: port, dir: dir, log: log}
   end
 
-  def stop(%{port: port, socket: socket, dir: dir}) do
+  @doc """
+  Stops the daemon and removes its directory. Returns `:ok`, or `{:error,
+  lines}` when the daemon's log shows a sanitizer report (an ASan or UBSan
+  build in `$SANDBOXD_BIN`).
+  """
+  def stop(%{port: port, socket: socket, dir: dir, log: log}) do
     # A line on the shell's stdin stops the daemon (any process may write
     # to the port; only its owner could close it).
     try do
@@ -76,8 +81,23 @@ defmodule Sandboxd.TestDaemon do
     end
 
     wait_gone(socket, 200)
+    reports = sanitizer_reports(log)
     File.rm_rf(dir)
-    :ok
+    if reports == [], do: :ok, else: {:error, reports}
+  end
+
+  defp sanitizer_reports(log) do
+    case File.read(log) do
+      {:ok, text} ->
+        text
+        |> String.split("\n")
+        |> Enum.filter(
+          &(&1 =~ ~r/ERROR: (Address|Leak)Sanitizer|\.(c|h):\d+:\d+: runtime error:/)
+        )
+
+      _ ->
+        []
+    end
   end
 
   defp render(cfg) do
