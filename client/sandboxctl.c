@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "client/ctl.h"
+#include "client/repl.h"
 #include "client/session.h"
 #include "client/tools.h"
 #include "proto/jsonrpc.h"
@@ -38,6 +39,10 @@ static const char usage_text[] =
 "  describe                           the daemon's version, methods and limits\n"
 "  ping                               check that the daemon answers\n"
 "  metrics                            the daemon's metrics, as Prometheus text\n"
+"  session                            an interactive session: each line (or\n"
+"                                     block) of stdin is a chunk run in one\n"
+"                                     Lua state that persists; output shows as\n"
+"                                     it is printed, values as JSON on stdout\n"
 "\n"
 "Options:\n"
 "  -s, --socket PATH     the daemon's socket (default: $SANDBOXD_SOCKET, else\n"
@@ -60,6 +65,8 @@ static const char usage_text[] =
 "      --bindings FILE   restore the state saved by --save-bindings\n"
 "      --save-bindings FILE\n"
 "                        save the state the code leaves, for a later --bindings\n"
+"      --stream          show the output while the code runs (stream_output)\n"
+"  session takes --timeout, --limit and --bindings too (for every chunk).\n"
 "\n"
 "Tools (exec, check, call):\n"
 "      --tool NAME.FUNC=COMMAND\n"
@@ -113,7 +120,8 @@ static const char usage_text[] =
 "\n"
 "See sandboxctl(1).\n";
 
-enum cmd { CMD_NONE, CMD_CALL, CMD_EXEC, CMD_CHECK, CMD_DESCRIBE, CMD_PING, CMD_METRICS };
+enum cmd { CMD_NONE, CMD_CALL, CMD_EXEC, CMD_CHECK, CMD_DESCRIBE, CMD_PING, CMD_METRICS,
+           CMD_SESSION };
 
 /* Which commands an option applies to. */
 enum scope {
@@ -125,7 +133,7 @@ enum scope {
 
 enum opt_id {
     O_SOCKET, O_VERBOSE, O_JSON, O_RAW, O_HELP, O_VERSION, O_EVAL, O_TIMEOUT, O_LIMIT,
-    O_BINDINGS, O_SAVE, O_TOOL, O_TOOL_REPLY, O_TOOLS,
+    O_BINDINGS, O_SAVE, O_TOOL, O_TOOL_REPLY, O_TOOLS, O_STREAM,
 };
 
 static const struct optdef {
@@ -149,6 +157,7 @@ static const struct optdef {
     {"tool", 0, 1, O_TOOL, SC_TOOLS},
     {"tool-reply", 0, 1, O_TOOL_REPLY, SC_TOOLS},
     {"tools", 0, 1, O_TOOLS, SC_TOOLS},
+    {"stream", 0, 0, O_STREAM, SC_EXEC},
 };
 
 static const struct cmddef {
@@ -163,6 +172,7 @@ static const struct cmddef {
     {"describe", CMD_DESCRIBE, 0, 0},
     {"ping", CMD_PING, 0, 0},
     {"metrics", CMD_METRICS, 0, 0},
+    {"session", CMD_SESSION, SC_EXEC | SC_TOOLS, 0},
 };
 
 /* The parsed command line.  Strings are borrowed from argv; limits and
@@ -172,7 +182,7 @@ struct opts {
     const char *args[2];        /* positional arguments after the command */
     size_t nargs;
     const char *socket;
-    int verbose, raw;
+    int verbose, raw, stream;
     enum ctl_json_style style;
     const char *code;           /* -e */
     const char *timeout;
@@ -290,6 +300,9 @@ static int apply_option(struct opts *o, const struct optdef *d, const char *arg)
     case O_TOOLS:
         o->tools_stdin |= strcmp(arg, "-") == 0;
         return ctl_tools_add_file(&o->tools, arg) < 0 ? CTL_EXIT_USAGE : 0;
+    case O_STREAM:
+        o->stream = 1;
+        return 0;
     }
     return 0;
 }
@@ -498,9 +511,13 @@ static json_t *code_params(const struct opts *o)
 
     if (p == NULL)
         goto oom;
-    if ((v = load_code(o)) == NULL)
-        goto fail;
-    if (json_object_set_new(p, "code", v) < 0)
+    if (o->cmd->cmd != CMD_SESSION) {
+        if ((v = load_code(o)) == NULL)
+            goto fail;
+        if (json_object_set_new(p, "code", v) < 0)
+            goto oom;
+    }
+    if (o->stream && json_object_set_new(p, "stream_output", json_true()) < 0)
         goto oom;
     if (!ctl_tools_empty(&o->tools) &&
         json_object_set_new(p, "tools", ctl_tools_declare(&o->tools)) < 0)
@@ -539,7 +556,7 @@ static int print_stdout(const struct opts *o, const json_t *v)
 
 /* Print an error answer (after data.output, for exec and check) and choose the exit
  * status. */
-static int report_error(const struct opts *o, const json_t *error)
+static int report_error(const struct opts *o, const json_t *error, int streamed)
 {
     const char *kind = json_string_value(json_object_get(json_object_get(error, "data"), "kind"));
     const json_t *output = json_object_get(json_object_get(error, "data"), "output");
@@ -554,7 +571,8 @@ static int report_error(const struct opts *o, const json_t *error)
         /* exec and check show the output as text, first, as exec does on
          * success: one shape for both commands' errors. */
         if ((o->cmd->cmd == CMD_EXEC || o->cmd->cmd == CMD_CHECK) && json_is_string(output)) {
-            fwrite(json_string_value(output), 1, json_string_length(output), stderr);
+            if (!streamed)      /* --stream showed it already */
+                fwrite(json_string_value(output), 1, json_string_length(output), stderr);
             json_object_del(json_object_get(shown, "data"), "output");
         }
         if (shown == NULL || ctl_print_json(stderr, shown, o->style) < 0)
@@ -588,7 +606,7 @@ static int save_bindings(const char *path, const json_t *bindings)
     return rc;
 }
 
-static int report_exec(const struct opts *o, const json_t *result)
+static int report_exec(const struct opts *o, const json_t *result, int streamed)
 {
     const json_t *output = json_object_get(result, "output");
     const json_t *value = json_object_get(result, "value");
@@ -602,7 +620,7 @@ static int report_exec(const struct opts *o, const json_t *result)
         return CTL_EXIT_PROTOCOL;
     }
     if (!o->raw) {
-        if (json_is_string(output))
+        if (json_is_string(output) && !streamed)   /* --stream showed it already */
             fwrite(json_string_value(output), 1, json_string_length(output), stderr);
         if (json_is_true(json_object_get(result, "output_truncated")))
             ctl_err("the output was cut at max_output_bytes");
@@ -644,9 +662,9 @@ static int report(const struct opts *o, const struct ctl_session *s)
         fputc('\n', stdout);
     }
     if (error != NULL)
-        return report_error(o, error);
+        return report_error(o, error, s->streamed);
     if (o->cmd->cmd == CMD_EXEC)
-        return report_exec(o, result);
+        return report_exec(o, result, s->streamed);
     if (o->cmd->cmd == CMD_METRICS)
         return report_metrics(o, result);
     return o->raw ? 0 : print_stdout(o, result);
@@ -664,6 +682,10 @@ static int build_request(const struct opts *o, const char **method, json_t **par
         *method = o->args[0];
         *params = load_call_params(o, &none);
         return *params == NULL && !none ? CTL_EXIT_USAGE : 0;
+    case CMD_SESSION:
+        *method = "session/open";
+        *params = code_params(o);
+        return *params == NULL ? CTL_EXIT_USAGE : 0;
     case CMD_EXEC:
     case CMD_CHECK:
         *method = o->cmd->cmd == CMD_EXEC ? "execute" : "check";
@@ -733,9 +755,14 @@ int main(int argc, char **argv)
         json_decref(params);
         goto out;
     }
-    rc = ctl_session_call(&s, method, params);
-    if (rc == 0)
-        rc = report(&o, &s);
+    if (o.cmd->cmd == CMD_SESSION) {
+        rc = ctl_repl(&s, params, o.style);
+    } else {
+        s.stream_output = o.stream && !o.raw;
+        rc = ctl_session_call(&s, method, params);
+        if (rc == 0)
+            rc = report(&o, &s);
+    }
     if (fflush(stdout) != 0 && rc == 0) {
         ctl_err("cannot write to stdout: %s", strerror(errno));
         rc = CTL_EXIT_IOERR;

@@ -379,6 +379,16 @@ static int on_notification(struct ctl_session *s, const struct rpc_msg *m)
         return withdraw_call(s, json_object_get(m->params, "id"));
     if (strcmp(m->method, "notifications/cancelled") == 0)
         return withdraw_call(s, json_object_get(m->params, "requestId"));
+    if (strcmp(m->method, "execution/output") == 0 && s->stream_output && s->id &&
+        json_equal(json_object_get(m->params, "execution_id"), s->id)) {
+        const json_t *text = json_object_get(m->params, "text");
+        if (json_is_string(text)) {
+            fwrite(json_string_value(text), 1, json_string_length(text), stderr);
+            fflush(stderr);
+            s->streamed = 1;
+        }
+        return 0;
+    }
     return 0;   /* others are only shown by -v */
 }
 
@@ -560,7 +570,16 @@ int ctl_session_call(struct ctl_session *s, const char *method, json_t *params)
     struct pollfd p[5];
     int rc;
 
-    s->id = json_integer(1);
+    json_decref(s->id);
+    json_decref(s->answer);
+    free(s->answer_line);
+    s->answer = NULL;
+    s->answer_line = NULL;
+    s->answer_len = 0;
+    s->answered = 0;
+    s->streamed = 0;
+    s->interrupts = 0;
+    s->id = json_integer(++s->seq);
     if (s->id == NULL || send_new(s, rpc_request_new(s->id, method, params)) < 0) {
         ctl_err("out of memory");
         return CTL_EXIT_SOFTWARE;

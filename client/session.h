@@ -55,6 +55,9 @@ struct ctl_session {
     char  *answer_line;             /* owned: the response as received */
     size_t answer_len;
     int    answered;
+    json_int_t seq;                 /* id of the last request sent */
+    int    stream_output;           /* print execution/output notifications on stderr */
+    int    streamed;                /* some were printed for the current request */
 };
 
 /* Connect to path.  On failure prints which path and why, and returns
@@ -62,9 +65,14 @@ struct ctl_session {
 int ctl_session_open(struct ctl_session *s, const char *path, int verbose,
                      const struct ctl_tools *tools);
 
-/* Send {method, params (stolen; may be NULL)} with id 1 and wait for the
- * answer, which is then in s->answer (an object holding "result" or
- * "error") and, verbatim, in s->answer_line.  Returns 0, or an exit status after printing why. */
+/* Send {method, params (stolen; may be NULL)} with the next id (1, 2, ...)
+ * and wait for the answer, which is then in s->answer (an object holding
+ * "result" or "error") and, verbatim, in s->answer_line.  May be called
+ * again on the same connection (a session's chunks); each call forgets the
+ * previous answer.  With s->stream_output, the text of every
+ * execution/output notification of this request goes to stderr as it
+ * arrives (and s->streamed is set).  Returns 0, or an exit status after
+ * printing why. */
 int ctl_session_call(struct ctl_session *s, const char *method, json_t *params);
 
 void ctl_session_close(struct ctl_session *s);
