@@ -22,6 +22,10 @@
 # turns, and for the per-turn differences legion - c_raw (the figure the
 # target "at most +150 us" is about), legion - beam_raw, sandboxd - c_raw
 # and legion - sandboxd: the median of each round, and the median of those.
+# Then, for the BEAM clients, the CPU time the whole VM spends per execution
+# (all its threads, from :erlang.statistics(:runtime) over a block of N
+# executions of one client): on a loaded machine wall-clock differences
+# swing with the load, while this work is what each layer adds.
 
 defmodule Sandboxd.Bench.Add do
   @moduledoc false
@@ -148,6 +152,19 @@ turn = fn -> {Bench.c_raw(port), Bench.beam_raw(sock), Bench.sandboxd(conn), Ben
 for _ <- 1..100, do: turn.()
 passes = for _ <- 1..rounds, do: for(_ <- 1..n, do: turn.())
 
+cpu_per_exec = fn f ->
+  {t0, _} = :erlang.statistics(:runtime)
+  for _ <- 1..n, do: f.()
+  {t1, _} = :erlang.statistics(:runtime)
+  (t1 - t0) * 1000 / n
+end
+
+cpu = [
+  beam_raw: cpu_per_exec.(fn -> Bench.beam_raw(sock) end),
+  sandboxd: cpu_per_exec.(fn -> Bench.sandboxd(conn) end),
+  legion: cpu_per_exec.(fn -> Bench.legion() end)
+]
+
 Port.close(port)
 File.rm(raw_bin)
 Sandboxd.TestDaemon.stop(daemon)
@@ -176,3 +193,9 @@ for {a, b} <- [legion: :c_raw, legion: :beam_raw, sandboxd: :c_raw, legion: :san
     "#{a}_minus_#{b}_us=#{Bench.f1(Bench.pct(per_round, 50))}  # rounds: #{Enum.map_join(per_round, ",", &Bench.f1/1)}"
   )
 end
+
+for {k, us} <- cpu, do: IO.puts("#{k}_vm_cpu_us_per_exec=#{Bench.f1(us)}")
+
+IO.puts(
+  "legion_over_c_raw=#{:erlang.float_to_binary(Bench.pct(col.(all, 3), 50) / Bench.pct(col.(all, 0), 50), decimals: 3)}"
+)
