@@ -76,7 +76,9 @@ CODE = re.compile(r"```lua\n(.*?)```", re.S)
 def main():
     model = ScriptedModel()
     with sandboxd.Client() as client:
-        messages = [{"role": "system", "content": client.system_prompt(TOOLS)}]
+        in_session = "sessions" in client.features()      # functions persist too
+        messages = [{"role": "system",
+                     "content": client.system_prompt(TOOLS, session=in_session)}]
         messages.append({"role": "user", "content": "Which is warmer, Paris or London?"})
         with client.session(tools=TOOLS) as session:
             for _ in range(10):
