@@ -7,6 +7,7 @@ exception.  No I/O happens here.
 
 import json
 import os
+import re
 
 from . import errors, values
 from .tools import ToolSet
@@ -253,8 +254,15 @@ def error_object(exc, ex=None):
     return {"code": TOOL_ERROR_CODE, "message": text or "tool failed"}
 
 
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_.:-]{1,200}\Z")
+
+
 def _answer(tid, body):
-    return b'{"jsonrpc":"2.0","id":' + _dumps(tid).encode("utf-8") + body + b"}\n"
+    if type(tid) is str and _PLAIN_ID.match(tid):   # the daemon's ids: nothing to escape
+        head = b'{"jsonrpc":"2.0","id":"' + tid.encode("ascii") + b'"'
+    else:
+        head = b'{"jsonrpc":"2.0","id":' + _dumps(tid).encode("utf-8")
+    return head + body + b"}\n"
 
 
 def answer_line(tid, value=None, exc=None, info=None, ex=None):
