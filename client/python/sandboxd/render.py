@@ -60,6 +60,9 @@ def render(outcome, *, max_chars=8000):
         if outcome.session_closed:
             parts.append("The session ended: its functions and variables are gone, "
                          "the next chunk starts fresh.")
+        elif "session_closed" in outcome.data:
+            parts.append("The session goes on, its state as the chunk left it (what ran "
+                         "before the error stays).")
         elif not isinstance(outcome, (errors.DaemonUnavailable, errors.Busy)):
             parts.append("Variables from before this chunk are unchanged.")
         parts.append("Please fix the error and try again.")

@@ -67,9 +67,12 @@ def test_daemon_session_keeps_functions(sock, features):
             assert s.execute("n = n + 1 return double(n)").value == 4
             snap = s.snapshot()
             assert "n" in snap["binding_names"]
-            with pytest.raises(sandboxd.LuaError):
-                s.execute("error('x')")
-            assert s.execute("return n").value == 2             # a Lua error keeps it
+            with pytest.raises(sandboxd.LuaError) as ei:
+                s.execute("n = 3 error('x')")
+            assert not ei.value.session_closed
+            assert "as the chunk left it" in sandboxd.render(ei.value)
+            assert s.execute("return n").value == 3             # a Lua error keeps the state
+            s.execute("n = 2")
             with pytest.raises(sandboxd.LimitExceeded) as ei:
                 s.execute("while true do end", timeout_ms=200)
             assert ei.value.session_closed
