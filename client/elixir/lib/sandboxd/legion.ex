@@ -7,8 +7,8 @@ defmodule Sandboxd.Legion do
 
   The socket is `config :sandboxd, socket: PATH`, else `$SANDBOXD_SOCKET`,
   else `/run/sandboxd/sandboxd.sock`, read whenever a connection is opened.
-  Executions share one connection per socket path; it is opened on first use
-  and again after it is lost.
+  Executions share a few connections per socket path (one per scheduler),
+  opened on first use and again after they are lost.
 
   The four callbacks keep `Legion.Sandbox.Lua`'s signatures and return
   shapes:
@@ -335,36 +335,39 @@ defmodule Sandboxd.Legion do
   # The daemon's max_code_bytes once a connection has told it; Legion's
   # 65536 before.
   defp max_code(nil) do
-    case lookup(Sandboxd.socket_path()) do
+    case lookup({:shared, Sandboxd.socket_path(), :erlang.system_info(:scheduler_id)}) do
       {:ok, conn} -> get_in(conn.info, ["daemon", "max_code_bytes"]) || @default_max_code
       :none -> @default_max_code
     end
   end
 
-  ## The shared connection
+  ## The shared connections
 
   @doc false
-  # The connection for the socket in force, opened when there is none.
+  # The connection for the socket in force, opened when there is none: one
+  # per socket path and scheduler (the scheduler running the caller picks
+  # it), so the answers of many agents are read and decoded by several
+  # readers at once.
   def connection do
-    path = Sandboxd.socket_path()
+    key = {:shared, Sandboxd.socket_path(), :erlang.system_info(:scheduler_id)}
 
-    case lookup(path) do
+    case lookup(key) do
       {:ok, conn} ->
         {:ok, conn}
 
       :none ->
-        :global.trans({{__MODULE__, path}, self()}, fn -> lookup_or_open(path) end, [node()])
+        :global.trans({{__MODULE__, key}, self()}, fn -> lookup_or_open(key) end, [node()])
     end
   end
 
-  defp lookup_or_open(path) do
-    case lookup(path) do
+  defp lookup_or_open({:shared, path, _} = key) do
+    case lookup(key) do
       {:ok, conn} ->
         {:ok, conn}
 
       :none ->
         with {:ok, conn} <- Sandboxd.connect(socket: path, link: false) do
-          case GenServer.call(conn.pid, {:register_shared, {:shared, path}, conn}) do
+          case GenServer.call(conn.pid, {:register_shared, key, conn}) do
             :ok -> {:ok, conn}
             # the dead reader's entry is still there: use this one unlisted
             {:error, _} -> {:ok, conn}
@@ -373,10 +376,10 @@ defmodule Sandboxd.Legion do
     end
   end
 
-  defp lookup(path) do
+  defp lookup(key) do
     # A connection whose reader is gone (the daemon restarted) may stay
     # listed for a moment: it counts as none.
-    case Registry.lookup(Sandboxd.Registry, {:shared, path}) do
+    case Registry.lookup(Sandboxd.Registry, key) do
       [{pid, conn}] -> if Process.alive?(pid), do: {:ok, conn}, else: :none
       [] -> :none
     end
