@@ -319,6 +319,27 @@ defmodule Sandboxd.LegionTest do
       refute me in [inspect(self()), inspect(conn.pid)]
     end
 
+    test "many agents at once each get their own results and their own tool context" do
+      results =
+        1..40
+        |> Enum.map(fn i ->
+          Task.async(fn ->
+            Process.put("agent_id", "agent-#{i}")
+
+            L.execute(
+              "return EchoTool.dict('agent_id'), EchoTool.add(#{i}, 1)",
+              @t,
+              @tools,
+              [],
+              []
+            )
+          end)
+        end)
+        |> Enum.map(&Task.await(&1, 30_000))
+
+      assert results == for(i <- 1..40, do: {:ok, {["agent-#{i}", i + 1], []}})
+    end
+
     test "a function name that is not a Lua identifier is callable when the daemon allows it" do
       {:ok, conn} = L.connection()
 
