@@ -178,28 +178,6 @@ static void exec_log_end(struct exec *e, const char *kind, const json_t *wstats,
 #define STREAM_DELAY        0.02
 #define STREAM_FLUSH_BYTES  65536
 
-/* The length of s[0..len) without an incomplete UTF-8 sequence at its end,
- * so that a notification never splits a character (codec_string_new would
- * replace both halves). */
-static size_t utf8_complete(const char *s, size_t len)
-{
-    size_t i = len;
-
-    while (i > 0 && len - i < 4) {
-        unsigned char ch = (unsigned char)s[i - 1];
-        size_t need;
-        if (ch < 0x80)
-            return len;
-        if ((ch & 0xC0) == 0x80) {  /* continuation: look further back */
-            i--;
-            continue;
-        }
-        need = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC0 ? 2 : 1;
-        return len - (i - 1) < need ? i - 1 : len;
-    }
-    return len;
-}
-
 /* Send output[streamed..) (all of it when final, else up to a whole
  * character) as one execution/output notification. */
 static void stream_flush(struct exec *e, int final)
@@ -211,7 +189,7 @@ static void stream_flush(struct exec *e, int final)
     if (!e->stream || !e->conn || e->streamed >= e->output_len)
         return;
     end = final ? e->output_len
-                : e->streamed + utf8_complete(e->output + e->streamed, e->output_len - e->streamed);
+                : e->streamed + codec_utf8_complete(e->output + e->streamed, e->output_len - e->streamed);
     if (end == e->streamed)
         return;
     text = codec_string_new(e->output + e->streamed, end - e->streamed);

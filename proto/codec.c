@@ -69,6 +69,25 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
     return len;
 }
 
+size_t codec_utf8_complete(const char *s, size_t len)
+{
+    size_t i = len;
+
+    while (i > 0 && len - i < 4) {
+        unsigned char ch = (unsigned char)s[i - 1];
+        size_t need;
+        if (ch < 0x80)
+            return len;
+        if ((ch & 0xC0) == 0x80) {  /* continuation: look further back */
+            i--;
+            continue;
+        }
+        need = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC0 ? 2 : 1;
+        return len - (i - 1) < need ? i - 1 : len;
+    }
+    return len;
+}
+
 int codec_utf8_valid(const char *s, size_t len)
 {
     const unsigned char *p = (const unsigned char *)s;

@@ -81,4 +81,12 @@ json_t *codec_string_new(const char *s, size_t len);
  * decides what codec_string_new repairs and what bindings store as bytes. */
 int codec_utf8_valid(const char *s, size_t len);
 
+/* The length of s[0..len) without an incomplete UTF-8 sequence at its end
+ * (a lead byte followed by fewer continuation bytes than it needs, at most
+ * 3 bytes in all), so that a text cut there never splits a character: for
+ * well-formed s, s[0..result) is well-formed and the rest is the beginning
+ * of one character.  Bytes that are not UTF-8 at all are left in place
+ * (codec_string_new repairs them).  Used to stream output in pieces. */
+size_t codec_utf8_complete(const char *s, size_t len);
+
 #endif

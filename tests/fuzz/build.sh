@@ -11,7 +11,7 @@ fi
 
 CC=${CC:-clang}
 OUT=build/fuzz
-TARGETS_ALL="fuzz_ndjson_rpc fuzz_chan fuzz_codec fuzz_bindings"
+TARGETS_ALL="fuzz_ndjson_rpc fuzz_chan fuzz_codec fuzz_bindings fuzz_limits"
 TARGETS=${*:-$TARGETS_ALL}
 
 PKG_CFLAGS=$(pkg-config --cflags lua5.3 jansson)
@@ -29,11 +29,12 @@ srcs_for() {
     fuzz_chan)       echo "proto/inbuf.c proto/chan.c" ;;
     fuzz_codec)      echo "proto/codec.c" ;;
     fuzz_bindings)   echo "proto/codec.c proto/bindings.c" ;;
+    fuzz_limits)     echo "policy/limits.c" ;;
     *) echo "build.sh: unknown target $1" >&2; exit 2 ;;
     esac
 }
 
-mkdir -p "$OUT/obj/proto"
+mkdir -p "$OUT/obj/proto" "$OUT/obj/policy"
 
 ALL_SRCS=""
 for t in $TARGETS; do

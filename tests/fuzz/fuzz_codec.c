@@ -133,6 +133,27 @@ static void encode_bounded(size_t max)
     json_decref(out);
 }
 
+/* codec_utf8_complete (streamed output is cut there): the cut removes at
+ * most 3 bytes; well-formed text stays well-formed and loses only the start
+ * of one character; the cut never lands inside a character. */
+static void check_utf8_complete(const char *s, size_t len)
+{
+    size_t k = codec_utf8_complete(s, len);
+
+    CHECK(k <= len && len - k <= 3, "cut %zu of %zu", k, len);
+    if (k < len)
+        CHECK(((unsigned char)s[k] & 0xC0) == 0xC0, "cut before byte 0x%02x",
+              (unsigned char)s[k]);
+    for (size_t i = k + 1; i < len; i++)
+        CHECK(((unsigned char)s[i] & 0xC0) == 0x80, "the cut tail holds a lead byte");
+    if (codec_utf8_valid(s, len)) {
+        CHECK(codec_utf8_valid(s, k), "a well-formed text cut into a malformed one");
+        CHECK(k == len, "a well-formed text was cut");
+    }
+    if (k < len && codec_utf8_valid(s, k))
+        CHECK(!codec_utf8_valid(s, len), "cut a complete character");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     json_t *in, *y, *y2;
@@ -142,6 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t ylen, blen;
     int top;
 
+    check_utf8_complete((const char *)data, size);
     if (L == NULL) {
         L = luaL_newstate();
         if (L == NULL)

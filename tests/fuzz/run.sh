@@ -3,7 +3,7 @@
 #
 #   tests/fuzz/run.sh [SECONDS] [TARGET ...]     (from the repository root)
 #
-# SECONDS per target (default 60); TARGETs default to all four.  Each target
+# SECONDS per target (default 60); TARGETs default to all of them.  Each target
 # starts from its seeds in tests/fuzz/corpus/<target>/ and keeps what it
 # learns in build/fuzz/corpus/<target>/ (the seed directory is never
 # written).  Crash/leak/timeout/OOM inputs go to build/fuzz/artifacts/<target>/,
@@ -19,7 +19,7 @@ fi
 
 SECONDS_EACH=${1:-60}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-fuzz_ndjson_rpc fuzz_chan fuzz_codec fuzz_bindings}
+TARGETS=${*:-fuzz_ndjson_rpc fuzz_chan fuzz_codec fuzz_bindings fuzz_limits}
 JOBS=${FUZZ_JOBS:-1}
 OUT=build/fuzz
 
