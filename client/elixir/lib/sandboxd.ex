@@ -154,7 +154,7 @@ defmodule Sandboxd do
   defp recv_line(socket, acc, timeout) do
     case :gen_tcp.recv(socket, 0, timeout) do
       {:ok, data} ->
-        if :binary.last(data) == ?\n,
+        if String.ends_with?(data, "\n"),
           do: {:ok, IO.iodata_to_binary([acc, data])},
           else: recv_line(socket, [acc, data], timeout)
 

@@ -102,7 +102,7 @@ defmodule Sandboxd.Connection do
         :gen_tcp.close(st.socket)
         {:stop, :normal, fail_all(st, :line_too_long)}
 
-      :binary.last(data) == ?\n ->
+      String.ends_with?(data, "\n") ->
         line = if st.partial == [], do: data, else: IO.iodata_to_binary([st.partial, data])
         line = binary_part(line, 0, byte_size(line) - 1)
         {:noreply, dispatch(line, %{st | partial: [], partial_size: 0})}
