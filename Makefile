@@ -166,6 +166,7 @@ test: deps
 	$(MAKE) O=build test-unit test-integration test-reliability
 	$(MAKE) O=build test-python
 	$(MAKE) O=build/asan SANITIZE=1 test-unit test-integration
+	$(MAKE) O=build/asan SANITIZE=1 test-python
 	$(MAKE) test-hooks
 	$(MAKE) O=build test-node
 	$(MAKE) O=build test-elixir

@@ -12,6 +12,7 @@ Fixtures:
 
 import copy
 import os
+import re
 import shutil
 import signal
 import socket
@@ -29,6 +30,7 @@ sys.path.insert(0, PKG)
 
 SANDBOXD_BIN = os.environ.get("SANDBOXD_BIN") or os.path.join(REPO, "build", "sandboxd")
 SCALE = 3 if os.environ.get("SANDBOXD_SANITIZE") == "1" else 1
+SANITIZER = re.compile(r"ERROR: (Address|Leak)Sanitizer|\.(c|h):\d+:\d+: runtime error:")
 
 CONFIG = {
     "daemon": {"max_workers": 8, "max_queue": 64, "pool_size": 2,
@@ -113,6 +115,15 @@ class Daemon:
             self.kill()
             raise AssertionError("sandboxd ignored SIGTERM:\n%s" % self.log)
 
+    def check_sanitizers(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                text = f.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return
+        m = SANITIZER.search(text)
+        assert not m, "sanitizer report in sandboxd's log:\n" + text[max(0, m.start() - 200):][:4000]
+
     def cleanup(self):
         self.kill()
         shutil.rmtree(self.tmpdir, ignore_errors=True)
@@ -134,6 +145,7 @@ def daemon():
         alive = d.proc.poll() is None
         rc = d.stop()
         assert alive and rc == 0, "sandboxd died or failed to stop (%r):\n%s" % (rc, d.log)
+        d.check_sanitizers()
     finally:
         d.cleanup()
 
@@ -156,6 +168,7 @@ def daemon_factory():
     for d in made:
         try:
             d.stop()
+            d.check_sanitizers()
         finally:
             d.cleanup()
 

@@ -141,3 +141,26 @@ def test_daemon_session_after_the_daemon_restarted(daemon_factory):
         assert s.execute("return k, f").value == [1, None]      # a new session, initial bindings
         assert s.restarts == 1
         s.close()
+
+
+def test_stream_output_live_blocking_client(sock, features):
+    need(features, "stream_output")
+    got = []
+    seen = []
+    with sandboxd.Client(sock) as c:
+        r = c.execute("print('one') T.look() print('two')",
+                      tools={"T": {"look": lambda: seen.append(list(got))}},
+                      stream_output=got.append)
+    assert seen == [["one\n"]], "no output arrived while the chunk ran"
+    assert "".join(got) == r.output == "one\ntwo\n"
+
+
+def test_parallel_with_inline_tools_in_the_blocking_client(sock, features):
+    """The default blocking client answers the calls of parallel one after
+    another, in the order they came: slower, still correct."""
+    need(features, "parallel")
+    with sandboxd.Client(sock) as c:
+        r = c.execute("return parallel(function() return T.f(1) end, "
+                      "function() return T.f(2) end, function() return T.f(3) end)",
+                      tools={"T": {"f": lambda x: x * 10}})
+        assert r.value == [10, 20, 30] and r.stats["tool_calls"] == 3
