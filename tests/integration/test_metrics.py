@@ -167,27 +167,36 @@ def test_metrics_format_and_counters(daemon_factory):
     os.kill(zyg, signal.SIGKILL)
     d.wait_log(r"zygote died")
     assert c.value("return 2", timeout=20 * SCALE) == 2     # served by the new zygote
-    # a partial message holds input buffer memory
+    # a partial message holds input buffer memory; an answer a client does
+    # not read holds output buffer memory
     part = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     part.connect(d.socket_path)
     part.sendall(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * 200000)
+    slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.connect(d.socket_path)
+    slow.sendall(b'{"jsonrpc":"2.0","id":1,"method":"execute","params":'
+                 b'{"code":"return string.rep(\'x\', 900000)"}}\n')
     try:
         deadline = time.monotonic() + 5 * SCALE
         while True:
             second = scrape(c)
-            if value(second, "sandboxd_input_buffer_bytes") >= 200000 or \
+            if value(second, "sandboxd_input_buffer_bytes") >= 200000 and \
+                    value(second, "sandboxd_output_buffer_bytes") >= 500000 or \
                     time.monotonic() > deadline:
                 break
             time.sleep(0.05)
     finally:
         part.close()
+        slow.close()
     assert value(second, "sandboxd_input_buffer_bytes") >= 200000
+    assert value(second, "sandboxd_output_buffer_bytes") >= 500000
 
     before, after = counters(first), counters(second)
     for key, v in before.items():
         assert after[key] >= v, "counter %s went from %r to %r" % (key, v, after[key])
     ex = "sandboxd_executions_total"
-    for kind, n in (("ok", 3), ("runtime_error", 1), ("timeout", 1), ("disconnected", 1)):
+    for kind, n in (("ok", 4), ("runtime_error", 1), ("timeout", 1), ("disconnected", 1)):
         assert value(second, ex, kind=kind) - value(first, ex, kind=kind) == n, kind
     assert value(second, "sandboxd_tool_calls_total") - value(first, "sandboxd_tool_calls_total") == 1
     assert value(second, "sandboxd_zygote_restarts_total") == \
@@ -195,11 +204,11 @@ def test_metrics_format_and_counters(daemon_factory):
     assert value(second, "sandboxd_workers_started_total") >= \
         value(first, "sandboxd_workers_started_total") + 5
     dur = "sandboxd_execution_duration_seconds"
-    assert value(second, dur, dur + "_count") - value(first, dur, dur + "_count") == 6
+    assert value(second, dur, dur + "_count") - value(first, dur, dur + "_count") == 7
     # the timeout ran for at least its 200 ms
     assert value(second, dur, dur + "_sum") - value(first, dur, dur + "_sum") >= 0.2
     assert value(second, dur, dur + "_bucket", le="0.1") - \
-        value(first, dur, dur + "_bucket", le="0.1") <= 4
+        value(first, dur, dur + "_bucket", le="0.1") <= 5
 
 
 def test_sandboxctl_metrics_prints_the_text(daemon):
