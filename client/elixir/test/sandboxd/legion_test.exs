@@ -132,9 +132,11 @@ defmodule Sandboxd.LegionTest do
     test "every compile error carries the note about return <expression>" do
       assert {:error, m} = L.check("x = 1\nx", @tools)
       assert m =~ "`return <expression>`"
-      # a syntax error the daemon gives no hint for gets the note too
-      assert {:error, m2} = L.check("for", @tools)
-      assert m2 =~ "`return <expression>`"
+      # a syntax error the daemon gives no hint for ("unexpected symbol
+      # near ';'") gets the note too, as Legion appends it to every one
+      assert {:error, m2} = L.check("local x =;", @tools)
+      assert m2 =~ "near ';'" and m2 =~ "`return <expression>`"
+      assert err!("local x =;") =~ "`return <expression>`"
       assert err!("x = 1\nx") =~ "`return <expression>`"
     end
 
