@@ -164,3 +164,22 @@ def test_parallel_with_inline_tools_in_the_blocking_client(sock, features):
                       "function() return T.f(2) end, function() return T.f(3) end)",
                       tools={"T": {"f": lambda x: x * 10}})
         assert r.value == [10, 20, 30] and r.stats["tool_calls"] == 3
+
+
+def test_session_prompt_info(sock, features):
+    need(features, "sessions")
+    with sandboxd.Client(sock) as c:
+        plain, sess = c.prompt_info(), c.prompt_info(session=True)
+        assert sess["constraints"] != plain["constraints"]
+        assert sess["constraints"].strip() in c.system_prompt({"T": {"f": len}}, session=True)
+
+
+def test_daemon_session_required_but_absent(sock):
+    with sandboxd.Client(sock) as c:
+        c._connection().info.features = frozenset()
+        with pytest.raises(sandboxd.InvalidRequest) as ei:
+            c.session(daemon=True).execute("return 1")
+        assert ei.value.kind == "method_not_found"
+        s = c.session()                                     # falls back to bindings
+        s.execute("x = 1")
+        assert not s.stateful and s.execute("return x").value == 1
