@@ -163,7 +163,9 @@ static void exec_log_end(struct exec *e, const char *kind, const json_t *wstats,
              kind,
              wall < 0 ? 0.0 : wall, (double)cpu_us / 1e3,
              (long long)stat_int(wstats, "heap_peak_bytes", 0), e->tool_calls);
-    metrics_exec_end(kind, e->t_start > 0, wall / 1e3, e->t_start - e->t_submit);
+    /* a session's chunk waits for no worker: its session holds one */
+    metrics_exec_end(kind, e->t_start > 0, wall / 1e3,
+                     e->op == OP_SESSION && e->sjob != SJ_OPEN ? 0 : e->t_start - e->t_submit);
     if (detail)
         log_debug("exec seq=%llu %s: %.1500s", (unsigned long long)e->seq, kind, detail);
     free(id);

@@ -673,7 +673,7 @@ static json_t *metrics_new(const struct sup *s)
         .idle_workers = s->n_idle,
         .queued = s->queued,
         .connections = s->n_conns,
-        .sessions = 0,                  /* the daemon keeps no sessions */
+        .sessions = s->n_sessions,
         .input_buffer_bytes = s->input_bytes,
     };
     const struct list_head *pos;

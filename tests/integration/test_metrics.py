@@ -218,3 +218,31 @@ def test_sandboxctl_metrics_prints_the_text(daemon):
     fams = parse(p.stdout)
     assert "sandboxd_executions_total" in fams
     assert p.stdout.startswith("# HELP "), p.stdout[:200]
+
+
+def test_sessions_gauge_and_session_chunks(daemon_factory):
+    """An open session counts in sandboxd_sessions until it is closed; its
+    opening and its chunks are executions (by kind, as their log lines), and
+    the chunks waited for no worker."""
+    d = daemon_factory()
+    c = d.client()
+    first = scrape(c)
+    assert value(first, "sandboxd_sessions") == 0
+    r = c.call("session/open", {})
+    assert r.ok, r
+    sid = r.result["session"]
+    time.sleep(0.3)             # the chunks' wait must not include the session's age
+    for _ in range(3):
+        r = c.call("execute", {"session": sid, "code": "return 1"})
+        assert r.ok, r
+    mid = scrape(c)
+    assert value(mid, "sandboxd_sessions") == 1
+    ex, wait = "sandboxd_executions_total", "sandboxd_queue_wait_seconds"
+    assert value(mid, ex, kind="ok") - value(first, ex, kind="ok") == 4
+    assert value(mid, wait, wait + "_bucket", le="0.25") - \
+        value(first, wait, wait + "_bucket", le="0.25") >= 3
+    assert c.call("session/close", {"session": sid}).ok
+    deadline = time.monotonic() + 5 * SCALE
+    while value(scrape(c), "sandboxd_sessions") != 0:
+        assert time.monotonic() < deadline, "the closed session is still counted"
+        time.sleep(0.05)
