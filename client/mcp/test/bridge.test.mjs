@@ -180,6 +180,28 @@ test('execute_lua calls run one at a time, in the order they arrive', async () =
   assert.equal(value(b), 'ab');
 });
 
+test('progress: with a progress token, each downstream call sends notifications/progress', async () => {
+  const seen = [];
+  const r = await bridge.host.callTool({ name: 'execute_lua', arguments: { code: 'toy.pid() return everything.get_sum({a = 1, b = 1})' } },
+    undefined, { onprogress: (p) => seen.push(p), timeout: 30000 * SCALE });
+  assert.equal(value(r), 'The sum of 1 and 1 is 2.');
+  assert.deepEqual(seen.map((p) => [p.progress, p.message]), [[1, 'calling toy.pid'], [2, 'calling everything.get_sum']]);
+});
+
+test('parallel over downstream tools (when the daemon has it)', async (t) => {
+  if (!(await sbx.features()).has('parallel')) {
+    t.skip('daemon without the "parallel" feature');
+    return;
+  }
+  const v = value(await bridge.lua(`
+    return {parallel(function() return toy.slow({ms = 200}) end,
+                     function() return everything.get_sum({a = 2, b = 3}) end,
+                     function() return toy.pid().pid end)}`));
+  assert.equal(v[0], 'slept');
+  assert.equal(v[1], 'The sum of 2 and 3 is 5.');
+  assert.equal(typeof v[2], 'number');
+});
+
 test('an oversized downstream result is a catchable Lua error', async () => {
   const v = value(await bridge.lua(`
     local ok, err = pcall(toy.big, {n = 2000000})
