@@ -47,6 +47,35 @@ test('sessions keep functions between chunks (or Unsupported without the feature
   await assert.rejects(s.execute('return 1'), SessionNotFound);
 });
 
+test('a session ends with a limit or a cancel, and with its connection', async (t) => {
+  if (!features.has('sessions')) {
+    t.skip('daemon without the "sessions" feature');
+    return;
+  }
+  const s = await client.session({ timeoutMs: 300 });
+  await s.execute('x = 1');
+  await assert.rejects(s.execute('while true do end'), (e) => {
+    assert.equal(e.kind, 'timeout');
+    assert.equal(e.data.session_closed, true);
+    return true;
+  });
+  await assert.rejects(s.execute('return x'), SessionNotFound);
+
+  const s2 = await client.session();
+  const ac = new AbortController();
+  const p = s2.execute("print('in'); while true do end", { signal: ac.signal });
+  setTimeout(() => ac.abort(), 100);
+  await assert.rejects(p, (e) => e.kind === 'cancelled');
+  await assert.rejects(s2.execute('return 1'), SessionNotFound);
+
+  const other = new Client({ socketPath: d.socketPath });
+  const s3 = await other.session();
+  assert.equal((await s3.execute('y = 5 return y')).value, 5);
+  other.close();
+  await assert.rejects(s3.execute('return y'), (e) => e.kind === 'session_not_found' || e.kind === 'daemon_unavailable');
+  await until(async () => (await client.describe()).state.workers === 0, undefined, 'the session workers to go');
+});
+
 test('parallel: several tool calls of one execution at once, answered out of order', async (t) => {
   if (!features.has('parallel')) {
     t.skip('daemon without the "parallel" feature');
