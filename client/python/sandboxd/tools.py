@@ -218,7 +218,7 @@ def _shape(tname, f):
     if f.params is None:
         args = "..."
     else:
-        parts, optional = [], False
+        parts = []
         for pname, opt in f.params:
             if pname == "...":
                 parts.append("...")

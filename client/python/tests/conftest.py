@@ -122,7 +122,8 @@ class Daemon:
         except FileNotFoundError:
             return
         m = SANITIZER.search(text)
-        assert not m, "sanitizer report in sandboxd's log:\n" + text[max(0, m.start() - 200):][:4000]
+        assert not m, ("sanitizer report in sandboxd's log:\n"
+                       + text[max(0, m.start() - 200):][:4000])
 
     def cleanup(self):
         self.kill()
