@@ -19,6 +19,10 @@
  *   loadgen describe -s SOCK                    describe's "state" figures
  *   loadgen forkfloor -n N                      fork + _exit + wait of this small process
  *   loadgen relay -n N                          a byte relayed worker->supervisor->client->back
+ *   loadgen payload -s SOCK -k value|bindings -B BYTES -n N
+ *                                               an execute carrying BYTES of payload (below)
+ *   loadgen payload-floor -k value|bindings -B BYTES -n N
+ *                                               the same bytes: one parse, one dump, the hops
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -374,6 +378,184 @@ static void m_tools(long calls)
         if (olen)
             send_all(c.fd, out, olen);
     }
+}
+
+/* ------------------------------------------------------------------ */
+/* payloads: what a value or a binding set of BYTES costs end to end      */
+
+/* value:    the chunk returns a string of BYTES made in Lua by string.rep
+ *           (Lua's part is a memcpy): the worker encodes it, the supervisor
+ *           passes it on, the client parses it; 2 hops of the bytes.
+ * bindings: the bindings hold one global string of BYTES; each execute
+ *           restores them and returns them (`return 1`): the supervisor
+ *           passes them in and out, the worker decodes and encodes; 4 hops.
+ * The floor of either (payload-floor) is the same bytes through one
+ * json_loadb, one json_dumps and as many hops through a socketpair to an
+ * echoing child, so the ratio shows what sandboxd adds to the work that
+ * must be done once anyway. */
+static int payload_bindings;
+static long payload_bytes = 1024;
+
+static char *payload_request(unsigned long id, const char *bindings)
+{
+    char *req;
+    int len;
+
+    if (payload_bindings)
+        len = asprintf(&req, "{\"jsonrpc\":\"2.0\",\"id\":%lu,\"method\":\"execute\",\"params\":"
+                       "{\"code\":\"return 1\",\"bindings\":%s,\"timeout_ms\":600000}}\n",
+                       id, bindings);
+    else
+        len = asprintf(&req, "{\"jsonrpc\":\"2.0\",\"id\":%lu,\"method\":\"execute\",\"params\":"
+                       "{\"code\":\"return string.rep('x', %ld)\",\"timeout_ms\":600000}}\n",
+                       id, payload_bytes);
+    if (len < 0)
+        die("out of memory");
+    return req;
+}
+
+/* The bindings of one global string of payload_bytes, as the daemon made
+ * them (its opaque encoding); owned by the caller. */
+static char *payload_make_bindings(struct cli *c)
+{
+    char *req, *b;
+    json_t *m;
+
+    if (asprintf(&req, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"execute\",\"params\":"
+                 "{\"code\":\"data = string.rep('x', %ld)\",\"timeout_ms\":600000}}\n",
+                 payload_bytes) < 0)
+        die("out of memory");
+    send_all(c->fd, req, strlen(req));
+    free(req);
+    m = cli_recv(c);
+    if (!(b = json_dumps(json_object_get(expect_result(m), "bindings"),
+                         JSON_COMPACT | JSON_ENCODE_ANY)))
+        die("out of memory");
+    json_decref(m);
+    return b;
+}
+
+static void m_payload(long n)
+{
+    struct cli c;
+    double *lat = calloc((size_t)n, sizeof *lat);
+    char *bindings = NULL;
+    long i, warm = n / 10 + 2;
+
+    if (!lat)
+        die("out of memory");
+    cli_open(&c, sock_path);
+    if (payload_bindings)
+        bindings = payload_make_bindings(&c);
+    for (i = -warm; i < n; i++) {
+        char *req = payload_request((unsigned long)(i + warm + 1), bindings);
+        double t0 = now_us();
+        json_t *m, *r;
+        send_all(c.fd, req, strlen(req));
+        m = cli_recv(&c);
+        if (i >= 0)
+            lat[i] = now_us() - t0;
+        r = expect_result(m);
+        if (!payload_bindings &&
+            json_string_length(json_object_get(r, "value")) != (size_t)payload_bytes)
+            die("payload: the value is not %ld bytes", payload_bytes);
+        json_decref(m);
+        free(req);
+    }
+    cli_close(&c);
+    free(bindings);
+    printf("bytes=%ld\n", payload_bytes);
+    print_latencies(lat, (size_t)n);
+    free(lat);
+}
+
+/* Move len bytes of buf to the echoing child and back: 2 hops.  Writes
+ * and reads interleave (poll), as neither side's buffer holds a large
+ * payload whole. */
+static void floor_round_trip(int fd, char *buf, char *back, size_t len)
+{
+    size_t sent = 0, got = 0;
+
+    while (got < len) {
+        struct pollfd p = { .fd = fd, .events = POLLIN | (sent < len ? POLLOUT : 0) };
+        ssize_t r;
+        if (poll(&p, 1, -1) < 0 && errno != EINTR)
+            die("poll: %s", strerror(errno));
+        if ((p.revents & POLLOUT) && sent < len &&
+            (r = write(fd, buf + sent, len - sent)) > 0)
+            sent += (size_t)r;
+        if (p.revents & (POLLIN | POLLHUP)) {
+            if ((r = read(fd, back + got, len - got)) <= 0)
+                die("payload-floor: the echo child went away");
+            got += (size_t)r;
+        }
+    }
+}
+
+static void m_payload_floor(long n)
+{
+    double *lat = calloc((size_t)n, sizeof *lat);
+    int sv[2];
+    pid_t pid;
+    char *text, *copy, *back;
+    size_t len;
+    long i, warm = n / 10 + 2;
+    json_t *msg;
+
+    if (!lat)
+        die("out of memory");
+    /* the message a client gets: the payload as a JSON string in a result */
+    if (!(copy = malloc((size_t)payload_bytes + 1)))
+        die("out of memory");
+    memset(copy, 'x', (size_t)payload_bytes);
+    copy[payload_bytes] = '\0';
+    msg = json_pack("{s:s,s:i,s:{s:s}}", "jsonrpc", "2.0", "id", 1, "result", "value", copy);
+    free(copy);
+    if (!msg || !(text = json_dumps(msg, JSON_COMPACT)))
+        die("out of memory");
+    json_decref(msg);
+    len = strlen(text);
+    if (!(back = malloc(len)))
+        die("out of memory");
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) < 0)
+        die("socketpair: %s", strerror(errno));
+    if ((pid = fork()) == 0) {
+        char *b = malloc(1 << 20);
+        ssize_t r;
+        close(sv[0]);
+        while (b) {
+            struct pollfd p = { .fd = sv[1], .events = POLLIN };
+            poll(&p, 1, -1);
+            if ((r = read(sv[1], b, 1 << 20)) > 0)
+                send_all(sv[1], b, (size_t)r);
+            else if (r == 0 || errno != EAGAIN)
+                break;
+        }
+        _exit(0);
+    }
+    close(sv[1]);
+    for (i = -warm; i < n; i++) {
+        double t0 = now_us();
+        json_error_t err;
+        json_t *j;
+        char *out;
+        int hops;
+        for (hops = payload_bindings ? 2 : 1; hops > 0; hops--)
+            floor_round_trip(sv[0], text, back, len);
+        if (!(j = json_loadb(back, len, 0, &err)) || !(out = json_dumps(j, JSON_COMPACT)))
+            die("payload-floor: %s", err.text);
+        if (i >= 0)
+            lat[i] = now_us() - t0;
+        json_decref(j);
+        free(out);
+    }
+    close(sv[0]);
+    waitpid(pid, NULL, 0);
+    printf("bytes=%ld\n", payload_bytes);
+    print_latencies(lat, (size_t)n);
+    free(text);
+    free(back);
+    free(lat);
 }
 
 static void m_cpu(long repeat, const char *code, const char *limits)
@@ -863,7 +1045,8 @@ static void usage(void)
 {
     fputs("usage: loadgen MODE [-s SOCK] [-n N] [-c CONNS] [-p PID] [-e CODE] [-l LIMITS] [-b]\n"
           "modes: latency tput tools cpu idle workermem spawn-latency spawn-tput spawn-cpu "
-          "spawn-mem describe forkfloor relay\n", stderr);
+          "spawn-mem describe forkfloor relay payload payload-floor\n"
+          "payload modes: -k value|bindings -B BYTES\n", stderr);
     exit(2);
 }
 
@@ -878,7 +1061,7 @@ int main(int argc, char **argv)
         usage();
     mode = argv[1];
     optind = 2;
-    while ((opt = getopt(argc, argv, "s:n:c:p:e:l:b")) != -1) {
+    while ((opt = getopt(argc, argv, "s:n:c:p:e:l:bk:B:")) != -1) {
         switch (opt) {
         case 's': sock_path = optarg; break;
         case 'n': n = atol(optarg); break;
@@ -887,6 +1070,8 @@ int main(int argc, char **argv)
         case 'e': code = optarg; break;
         case 'l': limits = optarg; break;
         case 'b': use_bwrap = 1; break;
+        case 'k': payload_bindings = strcmp(optarg, "bindings") == 0; break;
+        case 'B': payload_bytes = atol(optarg); break;
         default: usage();
         }
     }
@@ -896,7 +1081,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (strncmp(mode, "spawn", 5) != 0 && strcmp(mode, "workermem") != 0 &&
-        strcmp(mode, "forkfloor") != 0 && strcmp(mode, "relay") != 0 && !sock_path)
+        strcmp(mode, "forkfloor") != 0 && strcmp(mode, "relay") != 0 &&
+        strcmp(mode, "payload-floor") != 0 && !sock_path)
         die("-s SOCK is required for %s", mode);
     if (strcmp(mode, "latency") == 0)
         m_latency(n);
@@ -924,6 +1110,10 @@ int main(int argc, char **argv)
         m_forkfloor(n);
     else if (strcmp(mode, "relay") == 0)
         m_relay(n);
+    else if (strcmp(mode, "payload") == 0 && payload_bytes > 0)
+        m_payload(n);
+    else if (strcmp(mode, "payload-floor") == 0 && payload_bytes > 0)
+        m_payload_floor(n);
     else
         usage();
     return 0;
