@@ -1166,3 +1166,22 @@ def test_signals_ignored_at_start_stay_ignored(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_readme_lists_every_package_install_deps_installs(tmp_path):
+    """The README's Requirements table names each package (with why)."""
+    bindir = tmp_path / "bin"          # no node, no elixir: every conditional package too
+    bindir.mkdir()
+    for tool in ("sh", "grep", "cat", "id"):
+        os.symlink(shutil.which(tool), str(bindir / tool))
+    p = subprocess.run([os.path.join(REPO, "scripts/install-deps"), "--list"], capture_output=True,
+                       text=True, timeout=30, env={"PATH": str(bindir)})
+    assert p.returncode == 0, p.stderr
+    pkgs = p.stdout.split()
+    assert "nodejs" in pkgs and "elixir" in pkgs and "man-db" in pkgs, pkgs
+    with open(os.path.join(REPO, "README.md")) as f:
+        readme = f.read()
+    table = readme[readme.index("## Requirements"):]
+    table = table[:table.index("\n## ", 1)]
+    missing = [pkg for pkg in pkgs if "`%s`" % pkg not in table]
+    assert not missing, "README's Requirements do not name %r" % missing
