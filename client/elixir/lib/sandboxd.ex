@@ -560,6 +560,8 @@ defmodule Sandboxd do
           ?:,
           case v do
             {:raw, io} -> io
+            v when is_integer(v) -> Integer.to_string(v)
+            true -> "true"
             v -> JSON.encode!(v)
           end
         ]

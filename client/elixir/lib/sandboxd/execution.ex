@@ -227,7 +227,7 @@ defmodule Sandboxd.Execution do
   # max_message_bytes is replaced by a tool error, so Lua gets a catchable
   # error instead of a call the daemon can never match.
   defp answer_line(cid, answer, info) do
-    id = JSON.encode!(cid)
+    id = encode_id(cid)
 
     line =
       case answer do
@@ -270,4 +270,19 @@ defmodule Sandboxd.Execution do
       "}}\n"
     ]
   end
+
+  # The daemon's call ids are plain tokens ("sbx-7-1"): quoted as they are,
+  # without an encoder call; anything else goes through the encoder.
+  defp encode_id(cid) when is_binary(cid) do
+    if plain?(cid), do: [?", cid, ?"], else: JSON.encode!(cid)
+  end
+
+  defp encode_id(cid), do: JSON.encode!(cid)
+
+  defp plain?(<<c, rest::binary>>)
+       when c in ?a..?z or c in ?A..?Z or c in ?0..?9 or c in [?-, ?_, ?.],
+       do: plain?(rest)
+
+  defp plain?(<<>>), do: true
+  defp plain?(_), do: false
 end
