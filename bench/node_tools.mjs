@@ -135,10 +135,14 @@ try {
     const tl = [];
     const tb = [];
     const td = [];
-    for (let i = 0; i < N.mcp; i++) { // interleaved, so drift hits all three alike
+    const tx = [];
+    const limits = extra.length ? { priority: 'high' } : undefined;
+    const plain = () => sbx.execute('return T.f()', { tools: { T: { f: () => 1 } }, limits });
+    for (let i = 0; i < N.mcp; i++) { // interleaved, so drift hits all alike
       tl.push(await time(lua));
       tb.push(await time(bridgeRt));
       td.push(await time(directRt));
+      tx.push(await time(plain));
     }
     const r = await lua();
     if (r.isError) throw new Error(`execute_lua failed: ${r.content[0].text}`);
@@ -150,7 +154,9 @@ try {
     notes.push(`${label ? 'priority high' : 'default priority'}: MCP round trips p50: host->bridge tools/call ` +
       `${(median(tb) / 1000).toFixed(2)} ms, host->downstream tools/call ${(median(td) / 1000).toFixed(2)} ms; ` +
       `p99 execute_lua ${(pct(tl, 0.99) / 1000).toFixed(2)} ms, the two round trips ` +
-      `${((pct(tb, 0.99) + pct(td, 0.99)) / 1000).toFixed(2)} ms`);
+      `${((pct(tb, 0.99) + pct(td, 0.99)) / 1000).toFixed(2)} ms; of the added time, a sandboxd execute ` +
+      `with one tool call (Node client, no MCP) takes ${(median(tx) / 1000).toFixed(2)} ms p50, the bridge ` +
+      `itself the other ${((added - median(tx)) / 1000).toFixed(2)} ms`);
     await viaBridge.close();
   }
   await direct.close();
