@@ -10,6 +10,7 @@
 #include "daemon/worker/luaenv.h"
 
 #include <lauxlib.h>
+#include <limits.h>
 #include <lualib.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +287,39 @@ void luaenv_arm(lua_State *co)
     else
         lua_sethook(co, count_hook, LUA_MASKCOUNT,
                     e->fatal != LUAENV_FATAL_NONE ? 1 : e->hook_period);
+}
+
+/*
+ * A caught error costs the core O(depth) and more: luaD_pcall shrinks the
+ * stack, which walks every frame, and may reallocate it (and the next call
+ * grows it again, initialising every new slot: at 200,000 levels that is
+ * about 20 ms per caught error).  A loop that catches errors at a deep stack
+ * buys that per few instructions, so it is billed: the depth is found by
+ * probes at doubling levels from UNWIND_FREE (lua_getstack is O(level)), and
+ * `level`, the deepest probe that exists (more than half the depth), is
+ * billed UNWIND_BILL times, above the dearest cost measured per level
+ * (bench/unwind_bill.lua: up to about 50 instructions' worth).  Shallow
+ * stacks cost one probe and are not billed.
+ */
+#define UNWIND_FREE 1024
+#define UNWIND_BILL 64
+
+void luaenv_charge_unwind(lua_State *L)
+{
+    struct luaenv *e = luaenv_from(L);
+    lua_Debug ar;
+    int level = UNWIND_FREE;
+
+#if defined(MUTATE_UNWIND_BILLING)
+    return;                             /* mutant: caught errors are free at any depth */
+#endif
+    if (e->hook_period == 0 || e->fatal != LUAENV_FATAL_NONE || !lua_getstack(L, level, &ar))
+        return;
+    while (level <= INT_MAX / 2 && lua_getstack(L, level * 2, &ar))
+        level *= 2;
+    e->reductions += (uint64_t)level * UNWIND_BILL;
+    if (e->max_reductions != 0 && e->reductions > e->max_reductions)
+        e->fatal = LUAENV_FATAL_REDUCTIONS;
 }
 
 static void set_fatal(struct luaenv *e, int kind)

@@ -53,7 +53,8 @@
  *             emergency collection, and its refusal is fatal.  Every full
  *             collection (the core's emergency one after a refusal, those of
  *             string.rep / table.concat) is billed to the budget, one
- *             reduction per 4 bytes of heap, and checks the CPU budget.
+ *             reduction per 4 bytes of heap, and checks the CPU budget; a
+ *             caught error more than 1024 levels deep is billed by its depth.
  * A refusal by the heap cap that is final (the core's retry after its
  * emergency collection is refused too: set in the allocator, because
  * lua_checkstack swallows the error and its callers raise ordinary ones), the
@@ -171,6 +172,11 @@ void luaenv_charge_resume(lua_State *L);
 /* Before resuming thread co: give it the count hook of the current limits
  * (a coroutine may come from an earlier session chunk). */
 void luaenv_arm(lua_State *co);
+
+/* Bill the core's unwinding of a caught error at a deep stack (see
+ * luaenv.c); call where an error was caught, before luaenv_catch(), which
+ * then finds the fatal flag if that spent the budget.  Never raises. */
+void luaenv_charge_unwind(lua_State *L);
 
 /* A full collection (lua_gc LUA_GCCOLLECT) billed to the budget like the
  * core's emergency collections (see luaenv.c); raises when that spends it. */

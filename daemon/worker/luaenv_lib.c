@@ -46,6 +46,7 @@ static int call_original(lua_State *L)
 static int finish_pcall(lua_State *L, int status, lua_KContext extra)
 {
     if (status != LUA_OK && status != LUA_YIELD) {
+        luaenv_charge_unwind(L);
 #if defined(MUTATE_PCALL_RETHROW)
         (void)luaenv_catch(L, status);  /* mutant: pcall/xpcall swallow a fatal limit */
 #else
@@ -296,6 +297,7 @@ static int sb_load(lua_State *L)
         }
         return 1;
     }
+    luaenv_charge_unwind(L);
 #if defined(MUTATE_LOAD_RETHROW)
     (void)luaenv_catch(L, status);      /* mutant: a load reader swallows a fatal limit */
 #else

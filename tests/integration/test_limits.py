@@ -268,6 +268,25 @@ def test_collections_billed(client, loop):
     assert v == [False, "resulting string too large"], v
 
 
+@pytest.mark.parametrize("catch", [
+    "pcall(error, 1)",
+    "xpcall(error, function(m) return m end, 1)",
+    "load(function() error(1) end)",
+])
+def test_caught_errors_at_depth_billed(client, catch):
+    """A caught error makes the core walk (and may make it reallocate) the
+    whole stack: 150,000 levels deep, a loop of caught errors buys
+    milliseconds per few instructions.  That is billed, so the loop ends with
+    reductions_limit (without the billing it runs until the timeout); the same
+    loop at a shallow stack is billed nothing extra."""
+    code = ("local function deep(n) if n > 0 then return deep(n - 1) + 0 end "
+            "while true do %s end end return deep(150000)" % catch)
+    r = client.execute(code, limits={"max_reductions": 5000000}, timeout_ms=10000 * sbx.SCALE)
+    assert r.kind == "reductions_limit", r
+    r = client.exec_ok("for i = 1, 1000 do %s end return 1" % catch, limits={"max_reductions": 1000000})
+    assert r["stats"]["reductions"] <= 100000, r
+
+
 # ------------------------------------------------------------------ cpu
 
 def test_cpu_limit(client, daemon):
