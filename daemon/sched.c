@@ -1,6 +1,7 @@
 /*
- * sched.c - admission, round-robin queueing, worker hand-out, warm pool,
- * and reaping.  See sched.h and the counting rules in sup.h.
+ * sched.c - admission, round-robin queueing, worker hand-out, warm pool
+ * (and its liveness), the supply of workers (back-off after failures), and
+ * reaping.  See sched.h and the counting rules in sup.h.
  */
 #include "daemon/sched.h"
 
@@ -295,6 +296,9 @@ void sched_pump(struct sup *s)
             break;
         exec_event(rr_pop(s), XE_START, NULL);
     }
+    /* while workers cannot be started, those admitted now are answered now */
+    if (supply_down(s) && ev_now(s->loop) < s->supply_hold)
+        fail_waiting(s);
     /* ask the zygote for the workers that executions still wait for */
     if (s->n_starting > s->pending)
         spawn(s, s->n_starting - s->pending);

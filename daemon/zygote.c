@@ -501,6 +501,9 @@ void zygote_died(struct sup *s, int status)
 {
     zygote_poll(s);             /* hand-overs it sent before dying still count */
     zygote_close(s);
+    /* children reaped before their hand-over was read: that hand-over will
+     * never come now, and a reused pid must not match a stale entry */
+    memset(s->reaped_unknown, 0, sizeof s->reaped_unknown);
     ev_timer_stop(s->loop, &s->zygote_watch);
     s->zygote_pid = 0;
     s->procs = s->procs > s->pending ? s->procs - s->pending : 0;
