@@ -284,9 +284,12 @@ test('the downstream servers stop with the bridge', async () => {
     toy: { command: process.execPath, args: [TOY, own] },
     filesystem: { command: process.execPath, args: [FILESYSTEM, root, own] },
   });
-  assert.equal(procsWith(own).length, 2);
-  value(await b.lua('return toy.pid()'));
-  await b.host.close();
+  try {
+    assert.equal(procsWith(own).length, 2);
+    value(await b.lua('return toy.pid()'));
+  } finally {
+    await b.host.close();
+  }
   await until(() => procsWith(own).length === 0, 5000 * SCALE, 'the downstream servers to exit');
   await until(() => !fs.existsSync(`/proc/${b.pid}`) || /Z/.test(fs.readFileSync(`/proc/${b.pid}/stat`, 'utf8').split(') ')[1][0]),
     5000 * SCALE, 'the bridge to exit');
@@ -314,10 +317,13 @@ test('the bridge exits, stopping its servers, when the host closes its stdin', a
 test('the bridge stops its servers on SIGTERM too', async () => {
   const own = `term-marker-${process.pid}`;
   const b = await startBridge({ toy: { command: process.execPath, args: [TOY, own] } });
-  assert.equal(procsWith(own).length, 1);
-  process.kill(b.pid, 'SIGTERM');
-  await until(() => procsWith(own).length === 0, 5000 * SCALE, 'the downstream server to exit');
-  await b.host.close().catch(() => {});
+  try {
+    assert.equal(procsWith(own).length, 1);
+    process.kill(b.pid, 'SIGTERM');
+    await until(() => procsWith(own).length === 0, 5000 * SCALE, 'the downstream server to exit');
+  } finally {
+    await b.host.close().catch(() => {});
+  }
 });
 
 test('the daemon down: execute_lua answers daemon_unavailable, nothing hangs', async () => {
@@ -329,11 +335,14 @@ test('the daemon down: execute_lua answers daemon_unavailable, nothing hangs', a
   transport.stderr.on('data', (c) => { stderr += c; });
   const host = new Client({ name: 'h', version: '1' });
   await host.connect(transport);
-  const r = await host.callTool({ name: 'execute_lua', arguments: { code: 'return 1' } });
-  assert.equal(r.isError, true);
-  assert.equal(r.structuredContent.error.kind, 'daemon_unavailable');
-  assert.match(stderr, /sandboxd: cannot connect/);
-  await host.close();
+  try {
+    const r = await host.callTool({ name: 'execute_lua', arguments: { code: 'return 1' } });
+    assert.equal(r.isError, true);
+    assert.equal(r.structuredContent.error.kind, 'daemon_unavailable');
+    assert.match(stderr, /sandboxd: cannot connect/);
+  } finally {
+    await host.close();
+  }
 });
 
 test('command-line and config errors: a clear message on stderr and a non-zero exit', async () => {

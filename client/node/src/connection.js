@@ -53,9 +53,12 @@ export class Connection {
           (err.code === 'ENOENT' ? ' (no such socket: is the daemon running? set SANDBOXD_SOCKET or socketPath)' : ''),
           { cause: err }));
       };
+      const early = () => fail(new Error('the connection was closed before it was open'));
       s.once('error', fail);
+      s.once('close', early); // close() while connecting emits no error
       s.once('connect', () => {
         s.off('error', fail);
+        s.off('close', early);
         s.on('error', (err) => this.close('daemon_unavailable',
           `connection to sandboxd at ${this.socketPath} failed: ${err.code ?? err.message}`, err));
         s.on('data', (chunk) => this._onData(chunk));

@@ -42,6 +42,11 @@ function render(cfg) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+const running = new Set();
+process.on('exit', () => {
+  for (const p of running) p.kill('SIGKILL');
+});
+
 function canConnect(p) {
   return new Promise((resolve) => {
     const s = net.createConnection(p);
@@ -67,6 +72,11 @@ export class Daemon {
     this.proc = spawn(SANDBOXD_BIN, ['-c', this.configPath, '-s', this.socketPath],
       { stdio: ['ignore', log, log] });
     fs.closeSync(log);
+    // A test that fails before stop() must not leave the run waiting on the
+    // daemon: it does not hold the event loop, and dies with the test process.
+    this.proc.unref();
+    running.add(this.proc);
+    this.proc.once('exit', () => running.delete(this.proc));
     let exited = null;
     this.proc.once('exit', (code, sig) => { exited = code ?? sig; });
     const deadline = Date.now() + 10000 * SCALE;
@@ -85,6 +95,7 @@ export class Daemon {
 
   /** SIGKILL the daemon and its process group's children; the socket file stays. */
   kill() {
+    this.proc.ref(); // hold the loop until it has exited
     if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) {
       this.proc.kill('SIGKILL');
     }
@@ -95,6 +106,7 @@ export class Daemon {
   /** SIGTERM, wait, remove the directory; throws on a sanitizer report in the log. */
   async stop() {
     if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) {
+      this.proc.ref(); // hold the loop until it has exited
       const done = new Promise((r) => this.proc.once('exit', r));
       this.proc.kill('SIGTERM');
       const t = setTimeout(() => this.proc.kill('SIGKILL'), 15000 * SCALE);

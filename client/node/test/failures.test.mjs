@@ -160,3 +160,12 @@ test('a forbidden peer gets Forbidden', async () => {
   c.close();
   await d.stop();
 });
+
+test('close() while the connection is being opened rejects the waiting call', { timeout: 10000 * SCALE }, async () => {
+  const d = await startDaemon();
+  const c = new Client({ socketPath: d.socketPath });
+  const p = c.ping();
+  c.close();
+  await assert.rejects(p, (e) => e.kind === 'daemon_unavailable' || e.kind === 'cancelled');
+  await d.stop();
+});
