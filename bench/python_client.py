@@ -16,7 +16,9 @@ Two figures, each with its baseline measured in the same run:
     stats.wall_us (target: at most +60 us).
 Each round runs C then Python, and each Python figure is compared with the C
 figure measured just before it (the load of a shared machine drifts); the
-median over the rounds is the result, the best round is shown beside it.  Prints key=value lines
+median over the rounds is the result, the best round is shown beside it.
+The CPU time each client spends per tool call and per execute is printed
+too: unlike the wall-clock figures it hardly depends on the machine's load.  Prints key=value lines
 and a summary with the ratios; exit status 0 when every scenario ran
 (benchmarks report, they do not assert).
 """
@@ -24,6 +26,7 @@ and a summary with the ratios; exit status 0 when every scenario ran
 import argparse
 import asyncio
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -43,12 +46,17 @@ TOOLS_CODE = "local s = 0 for i = 1, %d do s = s + T.f(i) end return s"
 
 
 def loadgen(*args, timeout=600):
+    """Run bench/loadgen; its key=value figures, and cpu_s: the CPU time it used."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run([LOADGEN] + [str(a) for a in args], capture_output=True, text=True,
                        timeout=timeout)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         raise SystemExit("loadgen %s failed: %s" % (args[0], p.stderr.strip()))
-    return {k: float(v) for k, v in (line.split("=", 1) for line in p.stdout.split()
-                                     if "=" in line)}
+    out = {k: float(v) for k, v in (line.split("=", 1) for line in p.stdout.split()
+                                    if "=" in line)}
+    out["cpu_s"] = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return out
 
 
 def start_daemon(binary, tmp):
@@ -88,25 +96,26 @@ async def py_tools(sock, calls, kind):
 
     async with sandboxd.AsyncClient(sock) as c:
         fn = {"async": f_async, "inline": f_inline, "thread": f_thread}[kind]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         r = await c.execute(TOOLS_CODE % calls, tools={"T": {"f": fn}}, timeout_ms=600000)
-        el = time.perf_counter() - t0
+        el, cpu = time.perf_counter() - t0, time.process_time() - c0
         assert r.value == calls and r.stats["tool_calls"] == calls
-        return calls / el
+        return calls / el, cpu / calls * 1e6
 
 
-def py_latency(sock, n):
+def py_latency(c, n):
+    """(p50 us, daemon wall_us p50, client CPU us per execute) of n executes."""
     lat, wall = [], []
-    with sandboxd.Client(sock) as c:
-        for i in range(n // 10 + 5):
-            c.execute("return 1+1")
-        for i in range(n):
-            t0 = time.perf_counter()
-            r = c.execute("return 1+1")
-            lat.append((time.perf_counter() - t0) * 1e6)
-            wall.append(r.stats["wall_us"])
-            assert r.value == 2
-    return statistics.median(lat), statistics.median(wall)
+    for i in range(n // 10 + 5):
+        c.execute("return 1+1")
+    c0 = time.process_time()
+    for i in range(n):
+        t0 = time.perf_counter()
+        r = c.execute("return 1+1")
+        lat.append((time.perf_counter() - t0) * 1e6)
+        wall.append(r.stats["wall_us"])
+        assert r.value == 2
+    return statistics.median(lat), statistics.median(wall), (time.process_time() - c0) / n * 1e6
 
 
 def main():
@@ -124,25 +133,33 @@ def main():
     tmp = tempfile.mkdtemp(prefix="sbx-pybench-")
     proc, sock = start_daemon(a.sandboxd, tmp)
     load0 = os.getloadavg()[0]
-    rounds = []
+    rounds, blocks = [], []
     try:
+        client = sandboxd.Client(sock)
         for _ in range(a.runs):
-            r = {"c_rate": loadgen("tools", "-s", sock, "-n", a.calls)["rate"],
-                 "py_async": asyncio.run(py_tools(sock, a.calls, "async")),
-                 "py_inline": asyncio.run(py_tools(sock, a.calls, "inline")),
-                 "py_thread": asyncio.run(py_tools(sock, a.calls, "thread"))}
-            lg = loadgen("latency", "-s", sock, "-n", a.n)
-            r["c_lat"], r["c_wall"] = lg["p50_us"], lg["wall_p50_us"]
-            r["py_lat"], r["py_wall"] = py_latency(sock, a.n)
+            lg = loadgen("tools", "-s", sock, "-n", a.calls)
+            r = {"c_rate": lg["rate"], "c_tool_cpu": lg["cpu_s"] / a.calls * 1e6}
+            for kind in ("async", "inline", "thread"):
+                r["py_" + kind], r["py_%s_cpu" % kind] = asyncio.run(
+                    py_tools(sock, a.calls, kind))
             rounds.append(r)
+            # latency in short blocks, C then Python, so each pair sees the same load
+            for _ in range(3):
+                n = max(a.n // 3, 20)
+                lg = loadgen("latency", "-s", sock, "-n", n)
+                b = {"c_lat": lg["p50_us"], "c_wall": lg["wall_p50_us"],
+                     "c_cpu": lg["cpu_s"] / (n + n // 10 + 5) * 1e6}
+                b["py_lat"], b["py_wall"], b["py_cpu"] = py_latency(client, n)
+                blocks.append(b)
+        client.close()
     finally:
         proc.terminate()
         proc.wait(20)
         shutil.rmtree(tmp, ignore_errors=True)
     load1 = os.getloadavg()[0]
 
-    def med(f):
-        return statistics.median(f(r) for r in rounds)
+    def med(f, of=rounds):
+        return statistics.median(f(r) for r in of)
 
     # Each round's Python figure is compared with the C figure measured just
     # before it (the machine's load drifts); the median over the rounds is the
@@ -150,10 +167,11 @@ def main():
     ra = med(lambda r: r["py_async"] / r["c_rate"])
     rt = med(lambda r: r["py_thread"] / r["c_rate"])
     ri = med(lambda r: r["py_inline"] / r["c_rate"])
-    over = med(lambda r: r["py_lat"] - r["c_lat"])
-    over_wall = med(lambda r: r["py_lat"] - r["c_wall"])
+    over = med(lambda b: b["py_lat"] - b["c_lat"], blocks)
+    over_wall = med(lambda b: b["py_lat"] - b["c_wall"], blocks)
     best_a = max(r["py_async"] / r["c_rate"] for r in rounds)
-    best_over = min(r["py_lat"] - r["c_lat"] for r in rounds)
+    best_over = min(b["py_lat"] - b["c_lat"] for b in blocks)
+    cpu_over = med(lambda b: b["py_cpu"] - b["c_cpu"], blocks)
     print("c_tool_calls_per_s=%.0f" % med(lambda r: r["c_rate"]))
     print("py_async_tool_calls_per_s=%.0f" % med(lambda r: r["py_async"]))
     print("py_thread_tool_calls_per_s=%.0f" % med(lambda r: r["py_thread"]))
@@ -161,9 +179,15 @@ def main():
     print("tool_ratio_async_best=%.2f" % best_a)
     print("tool_ratio_inline=%.2f" % ri)
     print("tool_ratio_thread=%.2f" % rt)
-    print("c_latency_p50_us=%.1f" % med(lambda r: r["c_lat"]))
-    print("daemon_wall_p50_us=%.1f" % med(lambda r: r["c_wall"]))
-    print("py_blocking_latency_p50_us=%.1f" % med(lambda r: r["py_lat"]))
+    print("c_tool_cpu_us_per_call=%.1f" % med(lambda r: r["c_tool_cpu"]))
+    for kind in ("async", "inline", "thread"):
+        print("py_%s_cpu_us_per_call=%.1f" % (kind, med(lambda r: r["py_%s_cpu" % kind])))
+    print("c_latency_p50_us=%.1f" % med(lambda b: b["c_lat"], blocks))
+    print("daemon_wall_p50_us=%.1f" % med(lambda b: b["c_wall"], blocks))
+    print("py_blocking_latency_p50_us=%.1f" % med(lambda b: b["py_lat"], blocks))
+    print("c_cpu_us_per_execute=%.1f" % med(lambda b: b["c_cpu"], blocks))
+    print("py_cpu_us_per_execute=%.1f" % med(lambda b: b["py_cpu"], blocks))
+    print("py_blocking_cpu_overhead_us=%.1f" % cpu_over)
     print("py_blocking_overhead_us=%.1f" % over)
     print("py_blocking_overhead_best_us=%.1f" % best_over)
     print("loadavg_start=%.1f\nloadavg_end=%.1f" % (load0, load1))
@@ -180,13 +204,21 @@ def main():
         "tool calls/s, AsyncClient, plain def in a thread", med(lambda r: r["py_thread"]),
         med(lambda r: r["c_rate"]), rt))
     print("%-50s %9.1f %9.1f %+8.1f  <= +60 us %s (best round %+.1f)" % (
-        "execute `return 1+1`: Client p50 us vs C p50", med(lambda r: r["py_lat"]),
-        med(lambda r: r["c_lat"]), over, "met" if over <= 60 else "NOT met", best_over))
+        "execute `return 1+1`: Client p50 us vs C p50", med(lambda b: b["py_lat"], blocks),
+        med(lambda b: b["c_lat"], blocks), over, "met" if over <= 60 else "NOT met", best_over))
     print("%-50s %9.1f %9.1f %+8.1f  (report)" % (
-        "  the same vs the daemon's stats.wall_us p50", med(lambda r: r["py_lat"]),
-        med(lambda r: r["c_wall"]), over_wall))
-    print("rounds: %d x (%d tool calls, %d executes); load average %.1f -> %.1f on %d CPUs" % (
-        len(rounds), a.calls, a.n, load0, load1, os.cpu_count()))
+        "  the same vs the daemon's stats.wall_us p50", med(lambda b: b["py_lat"], blocks),
+        med(lambda b: b["c_wall"], blocks), over_wall))
+    print("%-50s %9.1f %9.1f %+8.1f  (report: load-independent)" % (
+        "  client CPU us per execute, Python vs C", med(lambda b: b["py_cpu"], blocks),
+        med(lambda b: b["c_cpu"], blocks), cpu_over))
+    print("%-50s %9.1f %9.1f %8.2f  (report)" % (
+        "client CPU us per tool call, async def vs C", med(lambda r: r["py_async_cpu"]),
+        med(lambda r: r["c_tool_cpu"]), med(lambda r: r["py_async_cpu"] / r["c_tool_cpu"])))
+    print("rounds: %d x (%d tool calls); %d latency blocks of %d executes; "
+          "load average %.1f -> %.1f on %d CPUs" % (len(rounds), a.calls, len(blocks),
+                                                   max(a.n // 3, 20), load0, load1,
+                                                   os.cpu_count()))
     return 0
 
 
