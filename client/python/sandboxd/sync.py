@@ -60,6 +60,7 @@ class _Conn:
         self.wlock = threading.Lock()
         self.mutex = threading.Lock()               # the state below; `with` on it is cheap
         self.cond = threading.Condition(self.mutex)
+        self.waiting = 0                            # threads in cond.wait
         self.reader = None
         self.lines = collections.deque()
         self.input = _core.LineReader(_core.BOOT_LINE_LIMIT)
@@ -159,13 +160,16 @@ class _Conn:
                     left = None if end is None else end - _monotonic()
                     if left is not None and left <= 0:
                         return False
+                    self.waiting += 1
                     cond.wait(left)
+                    self.waiting -= 1
             try:
                 ok = self.read_some(slot, end)
             finally:
                 with self.mutex:
                     self.reader = prev
-                    cond.notify_all()
+                    if self.waiting:
+                        cond.notify_all()
             if not ok:
                 return slot.done
 
@@ -250,7 +254,8 @@ class _Conn:
             else:
                 slot.result = msg.get("result")
             slot.done = True
-            self.cond.notify_all()
+            if self.waiting:
+                self.cond.notify_all()
 
     def _execution(self, params):
         if type(params) is not dict:
