@@ -9,6 +9,7 @@
 #include "daemon/conn.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -193,6 +194,13 @@ static void shed_input(struct sup *s)
     }
 }
 
+void sup_trim(void)
+{
+#if !defined(MUTATE_MALLOC_TRIM)
+    malloc_trim(0);
+#endif
+}
+
 static void conn_free(struct conn *c)
 {
     ndjson_free(&c->rd);
@@ -255,9 +263,11 @@ void conn_fail(struct conn *c)
 /* Write as much as the socket takes now. */
 static void conn_flush(struct conn *c)
 {
-    size_t before = outq_pending(&c->out);
+    size_t before = outq_pending(&c->out), cap = c->out.cap;
     enum outq_status st = outq_flush(&c->out, c->fd);
 
+    if (st != OUTQ_AGAIN && cap >= SUP_TRIM_BYTES)
+        sup_trim();                     /* a large answer's buffer is gone */
     if (outq_pending(&c->out) < before)
         c->out_progress = ev_now(c->sup->loop);
     account_output(c);
@@ -352,13 +362,36 @@ static void conn_write_cb(struct ev_loop *loop, ev_io *io, int revents)
 
 int conn_send(struct conn *c, const json_t *msg)
 {
+    return conn_send_spliced(c, msg, NULL, 0);
+}
+
+/* One NDJSON line: msg with sp[i] in place of jp_token(i). */
+static char *dump_line(const json_t *msg, const struct jp_splice *sp, size_t nsp, size_t *len)
+{
+    char *text, *line;
+
+    if (!nsp)
+        return rpc_dump_line(msg, len);
+    if (!(text = jp_dump_spliced(msg, sp, nsp, len)))
+        return NULL;
+    if (!(line = realloc(text, *len + 2))) {
+        free(text);
+        return NULL;
+    }
+    line[(*len)++] = '\n';
+    line[*len] = '\0';
+    return line;
+}
+
+int conn_send_spliced(struct conn *c, const json_t *msg, const struct jp_splice *sp, size_t nsp)
+{
     size_t len;
     char *line;
     int rc;
 
     if (c->fd < 0 || list_linked(&c->doomed_node))
         return -1;
-    if (!(line = rpc_dump_line(msg, &len)))
+    if (!(line = dump_line(msg, sp, nsp, &len)))
         return 0;               /* cannot serialise: drop it, keep the connection */
     if (outq_empty(&c->out))
         c->out_progress = ev_now(c->sup->loop);     /* the peer's clock starts now */
@@ -428,7 +461,13 @@ static void conn_handle_line(struct conn *c, const char *line, size_t len)
     rpc_parse(line, len, &m);
     switch (m.type) {
     case RPC_PARSE_ERROR:
-        conn_send_error(c, NULL, "parse_error", NULL, "parse error: %s", m.why ? m.why : "invalid JSON");
+        if (m.too_dense)
+            conn_send_error(c, NULL, "message_too_large", NULL,
+                            "%s (at most %d bytes of memory per byte, plus %zu)", m.why,
+                            RPC_TREE_FACTOR, RPC_TREE_FLOOR);
+        else
+            conn_send_error(c, NULL, "parse_error", NULL, "parse error: %s",
+                            m.why ? m.why : "invalid JSON");
         break;
     case RPC_INVALID:
         /* A malformed answer to a pending tool call still ends the wait: the
@@ -437,7 +476,7 @@ static void conn_handle_line(struct conn *c, const char *line, size_t len)
             !json_object_get(m.root, "method")) {
             json_t *err = json_pack("{s:i,s:s}", "code", -32600, "message",
                                     "the client's answer was not a valid JSON-RPC response");
-            int routed = err && exec_tool_response(c, m.id, NULL, err);
+            int routed = err && exec_tool_response(c, m.id, NULL, err, NULL);
             json_decref(err);
             if (routed)
                 break;
@@ -452,7 +491,7 @@ static void conn_handle_line(struct conn *c, const char *line, size_t len)
         methods_notification(c, &m);
         break;
     case RPC_RESPONSE:
-        exec_tool_response(c, m.id, m.result, m.error);
+        exec_tool_response(c, m.id, m.result, m.error, m.raw_result.p ? &m.raw_result : NULL);
         break;
     }
     rpc_msg_clear(&m);
@@ -462,7 +501,7 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents)
 {
     struct conn *c = io->data;
     char buf[65536];
-    size_t total = 0;
+    size_t total = 0, largest = 0;
     (void)loop; (void)revents;
 
     if (c->lingering) {         /* drop what a departing peer still sends */
@@ -501,6 +540,8 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents)
                                 "message longer than %zu bytes", c->sup->cfg.max_message_bytes);
             else
                 conn_handle_line(c, line, len);
+            if (len > largest)
+                largest = len;
         }
         if ((size_t)n < sizeof buf)
             break;              /* drained; the watcher fires again for more */
@@ -512,4 +553,6 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents)
 #endif
     account_input(c);
     shed_input(c->sup);
+    if (largest >= SUP_TRIM_BYTES)
+        sup_trim();
 }

@@ -28,6 +28,7 @@
 
 #include "daemon/list.h"
 #include "daemon/outq.h"
+#include "proto/jsonpass.h"
 #include "proto/ndjson.h"
 
 struct sup;
@@ -68,6 +69,8 @@ void conn_close(struct conn *c);
 void conn_fail(struct conn *c);
 /* Queue msg (borrowed).  Returns 0, or -1 if the connection was closed. */
 int  conn_send(struct conn *c, const json_t *msg);
+/* The same with raw JSON (validated, one line) in place of jp_token(i). */
+int  conn_send_spliced(struct conn *c, const json_t *msg, const struct jp_splice *sp, size_t nsp);
 /* Queue an error reply; data stolen (may be NULL). */
 void conn_send_error(struct conn *c, json_t *id, const char *kind, json_t *data,
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));

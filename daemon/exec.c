@@ -315,6 +315,7 @@ static void exec_free(struct exec *e)
     list_del(&e->q_node);
     json_decref(e->req_id);
     json_decref(e->job);
+    free(e->job_bindings);
     json_decref(e->tools);
     free(e->output);
     free(e->pending);
@@ -349,13 +350,16 @@ static void cpu_cb(struct ev_loop *loop, ev_timer *t, int revents)
 static void exec_run(struct exec *e, struct wproc *w)
 {
     struct sup *s = e->sup;
+    struct jp_splice sp = { { e->job_bindings, e->job_bindings_len } };
     int rc;
 
     e->w = w;
     w->exec = e;
     e->t_start = ev_time();
     wproc_apply_limits(w, &e->lim);
-    if ((rc = wproc_send_json(w, CHAN_JOB, e->job)) < 0) {
+    if (e->job_bindings)
+        json_object_set_new(e->job, "bindings", jp_token(0));
+    if ((rc = wproc_send_spliced(w, CHAN_JOB, e->job, &sp, e->job_bindings != NULL)) < 0) {
         if (rc == -2)
             exec_fail(e, "invalid_params", NULL, NULL, "the job is larger than a worker "
                       "accepts (%zu bytes once encoded)", (size_t)CHAN_JOB_MAX);
@@ -366,6 +370,8 @@ static void exec_run(struct exec *e, struct wproc *w)
     }
     json_decref(e->job);
     e->job = NULL;
+    free(e->job_bindings);
+    e->job_bindings = NULL;
     e->state = ST_RUNNING;
     /* the wait for a worker had its own timeout_ms (XE_START); the job gets
      * the whole of it from now */
@@ -571,11 +577,48 @@ static int valid_worker_kind(const char *kind)
     return 0;
 }
 
+/* The names of raw bindings (validated JSON): the first member of each
+ * [name, value] pair.  Only the shape is checked here; the typed encoding
+ * is checked when the bindings come back (methods.c, the worker). */
+static json_t *raw_binding_names(struct jp_span b)
+{
+    json_t *names = json_array(), *name;
+    struct jp_iter it, pair;
+    struct jp_span e, k, n, v;
+
+    if (!names || jp_iter_init(&it, b) < 0)
+        goto fail;
+    while (jp_iter_next(&it, &k, &e)) {
+        if (jp_iter_init(&pair, e) < 0 || pair.obj || !jp_iter_next(&pair, &k, &n) ||
+            n.p[0] != '"' || !jp_iter_next(&pair, &k, &v) || jp_iter_next(&pair, &k, &v))
+            goto fail;
+        if (!(name = jp_key(n)) || json_array_append_new(names, name) < 0)
+            goto fail;
+    }
+    return names;
+fail:
+    json_decref(names);
+    return NULL;
+}
+
+/* What goes in the answer for a value that may have passed through: a
+ * splice token for raw (recorded in sp), else a new reference to tree. */
+static json_t *pass_on(struct jp_splice *sp, size_t *nsp, struct jp_span raw,
+                       const json_t *tree)
+{
+    if (!raw.p)
+        return json_incref((json_t *)tree);
+    sp[*nsp].raw = raw;
+    return jp_token((unsigned)(*nsp)++);
+}
+
 static void on_result(struct exec *e, const struct exec_evdata *d)
 {
     const json_t *bindings = json_object_get(d->json, "bindings");
     const json_t *wstats = json_object_get(d->json, "stats");
     json_t *result, *names = NULL, *reply;
+    struct jp_splice sp[2];
+    size_t nsp = 0;
     const char *err = NULL;
 
     /* a session chunk returns bindings only when asked; its open and
@@ -587,7 +630,9 @@ static void on_result(struct exec *e, const struct exec_evdata *d)
     if (json_is_true(json_object_get(d->json, "output_truncated")))
         e->output_truncated = 1;
     if (want_bindings &&
-        (!json_is_array(bindings) || !(names = bindings_names(bindings, &err)))) {
+        (!json_is_array(bindings) ||
+         !(names = d->raw_bindings.p ? raw_binding_names(d->raw_bindings)
+                                     : bindings_names(bindings, &err)))) {
         wproc_violation(e->w, "malformed bindings in the result");
         return;
     }
@@ -596,15 +641,18 @@ static void on_result(struct exec *e, const struct exec_evdata *d)
     } else if (e->sjob == SJ_OPEN) {
         result = json_pack("{s:s}", "session", e->session_id);
     } else if (e->sjob == SJ_SNAPSHOT) {
-        result = json_pack("{s:O,s:o}", "bindings", bindings, "binding_names", names);
+        result = json_pack("{s:o,s:o}", "bindings", pass_on(sp, &nsp, d->raw_bindings, bindings),
+                           "binding_names", names);
     } else {
-        result = json_pack("{s:O,s:o,s:b,s:o}",
-                           "value", json_object_get(d->json, "value") ?
-                                    json_object_get(d->json, "value") : json_null(),
+        result = json_pack("{s:o,s:o,s:b,s:o}",
+                           "value", pass_on(sp, &nsp, d->raw_value,
+                                            json_object_get(d->json, "value") ?
+                                            json_object_get(d->json, "value") : json_null()),
                            "output", exec_output(e), "output_truncated", e->output_truncated,
                            "stats", exec_stats(e, wstats));
         if (result && want_bindings) {
-            json_object_set(result, "bindings", (json_t *)bindings);
+            json_object_set_new(result, "bindings",
+                                pass_on(sp, &nsp, d->raw_bindings, bindings));
             json_object_set_new(result, "binding_names", names);
         }
     }
@@ -618,7 +666,7 @@ static void on_result(struct exec *e, const struct exec_evdata *d)
     stream_flush(e, 1);
     reply = rpc_result_new(e->req_id, result);
     if (reply && e->conn)
-        conn_send(e->conn, reply);
+        conn_send_spliced(e->conn, reply, sp, nsp);
     json_decref(reply);
     if (e->op == OP_SESSION)
         session_idle(e);
@@ -789,10 +837,13 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
     case XE_TOOL_OK:
     case XE_TOOL_ERR: {
         json_int_t call = (json_int_t)e->pending[d->call].call;
+        struct jp_splice sp = { d->raw };
         json_t *ans = ev == XE_TOOL_OK ?
-            json_pack("{s:I,s:b,s:O}", "call", call, "ok", 1, "value", d->json) :
+            json_pack("{s:I,s:b,s:o}", "call", call, "ok", 1, "value",
+                      d->raw.p ? jp_token(0) : json_incref((json_t *)d->json)) :
             json_pack("{s:I,s:b,s:s}", "call", call, "ok", 0, "message", d->why);
-        int rc = ans ? wproc_send_json(e->w, CHAN_TOOL_RESULT, ans) : -1;
+        int rc = ans ? wproc_send_spliced(e->w, CHAN_TOOL_RESULT, ans, &sp,
+                                          ev == XE_TOOL_OK && d->raw.p) : -1;
 
         e->pending[d->call] = e->pending[--e->n_pending];
         if (e->n_pending == 0)
@@ -933,8 +984,18 @@ struct exec *exec_new(struct conn *c, enum exec_op op, json_t *id, json_t *job, 
 
 /* A response may be passed on only by the connection the execution
  * belongs to, and only for the id of its pending tool/call. */
+int exec_set_job_bindings(struct exec *e, struct jp_span raw)
+{
+    free(e->job_bindings);
+    if (!(e->job_bindings = malloc(raw.n ? raw.n : 1)))
+        return -1;
+    memcpy(e->job_bindings, raw.p, raw.n);
+    e->job_bindings_len = raw.n;
+    return 0;
+}
+
 int exec_tool_response(struct conn *c, const json_t *id, const json_t *result,
-                       const json_t *error)
+                       const json_t *error, const struct jp_span *raw_result)
 {
     struct list_head *pos, *tmp;
     const char *sid = json_string_value(id);
@@ -954,6 +1015,8 @@ int exec_tool_response(struct conn *c, const json_t *id, const json_t *result,
         d.call = i;
         if (result) {
             d.json = result;
+            if (raw_result)
+                d.raw = *raw_result;
             exec_event(e, XE_TOOL_OK, &d);
         } else {
             const char *m = json_string_value(json_object_get(error, "message"));

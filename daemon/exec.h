@@ -34,6 +34,7 @@
 
 #include "daemon/list.h"
 #include "policy/config.h"
+#include "proto/jsonpass.h"
 
 struct sup;
 struct conn;
@@ -85,6 +86,9 @@ struct exec_evdata {
      * reported in a CHAN_SYSCALL frame; a hint, valid if has_syscall */
     int has_syscall;
     long syscall;
+    /* raw JSON passed through (proto/jsonpass.h; p NULL: none): XE_TOOL_OK
+     * the tool's answer; XE_RESULT the value and the bindings */
+    struct jp_span raw, raw_value, raw_bindings;
 };
 
 struct exec {
@@ -97,6 +101,8 @@ struct exec {
     enum exec_state state;
     json_t  *req_id;            /* owned copy of the request id */
     json_t  *job;               /* owned JOB payload until sent */
+    char    *job_bindings;      /* owned raw bindings spliced into the job, or NULL */
+    size_t   job_bindings_len;
     json_t  *tools;             /* owned tool index, name -> {module, functions: {name:
                                  * entry}} (methods.c norm_tools; tool/call checks) */
     struct limits lim;
@@ -152,7 +158,10 @@ struct exec *exec_find(struct conn *c, const json_t *id);
  * this id (returns 1), or logged and ignored (returns 0).  With result NULL,
  * error is the error object (borrowed). */
 int exec_tool_response(struct conn *c, const json_t *id, const json_t *result,
-                       const json_t *error);
+                       const json_t *error, const struct jp_span *raw_result);
+/* Keep a copy of raw (validated) bindings to splice into the job in place
+ * of its "bindings".  0, or -1 when out of memory. */
+int exec_set_job_bindings(struct exec *e, struct jp_span raw);
 /* The connection is going away: detach and kill every execution of c. */
 void exec_detach_all(struct conn *c);
 /* Free an execution that never left QUEUED and was never queued (answered

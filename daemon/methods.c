@@ -519,7 +519,7 @@ static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
     /* Checked here, not only in the worker: valid bindings re-encode to at
      * most their own size (no reals, canonical forms), so the job frame
      * stays within what a worker reads. */
-    if (json_is_array(bindings) && json_array_size(bindings) > 0) {
+    if (json_is_array(bindings) && json_array_size(bindings) > 0 && !m->raw_bindings.p) {
         const char *berr = NULL;
         json_t *names = bindings_names(bindings, &berr);
         if (!names) {
@@ -551,6 +551,13 @@ static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
         conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
         return;
     }
+    /* large bindings pass through as the client sent them (the worker
+     * validates them; they are not re-encoded, so they cannot grow) */
+    if (op == OP_EXECUTE && m->raw_bindings.p && exec_set_job_bindings(e, m->raw_bindings) < 0) {
+        conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
+        exec_drop(e);
+        return;
+    }
     e->stream = op == OP_EXECUTE && json_is_true(stream);
     sched_submit(e);
 }
@@ -559,13 +566,27 @@ static void m_binding_names(struct conn *c, const struct rpc_msg *m)
 {
     const json_t *b = json_object_get(m->params, "bindings");
     const char *err = NULL;
-    json_t *names;
+    json_t *names, *tree = NULL;
+    json_error_t jerr;
+    int dense = 0;
 
+    if (m->raw_bindings.p) {        /* large: this method needs the tree */
+        if (!(tree = rpc_loadb_bounded(m->raw_bindings.p, m->raw_bindings.n,
+                                       JSON_ALLOW_NUL, &jerr, &dense))) {
+            conn_send_error(c, m->id, dense ? "message_too_large" : "internal_error", NULL,
+                            "bindings: %s", dense ? "more values than the daemon parses for "
+                            "their size" : "out of memory");
+            return;
+        }
+        b = tree;
+    }
     if (!b || json_is_null(b)) {
         conn_send_error(c, m->id, "invalid_params", NULL, "params.bindings is required");
         return;
     }
-    if (!(names = bindings_names(b, &err))) {
+    names = bindings_names(b, &err);
+    json_decref(tree);
+    if (!names) {
         conn_send_error(c, m->id, "invalid_params", NULL, "bindings: %s", err ? err : "malformed");
         return;
     }

@@ -103,6 +103,12 @@ struct sup {
  * wrapped `queued` made the scheduler pop an empty queue). */
 void sup_count_down(unsigned *counter, const char *name);
 
+/* After a message or answer of at least SUP_TRIM_BYTES is handled, the
+ * heap is trimmed (malloc_trim): the pages its tree and copies took go back
+ * to the kernel at once instead of staying in the free lists. */
+#define SUP_TRIM_BYTES ((size_t)1 << 20)
+void sup_trim(void);
+
 /* The version string and protocol version reported by describe/--version. */
 #define SANDBOXD_VERSION  "0.1.0"
 #define SANDBOXD_PROTOCOL 1

@@ -22,6 +22,7 @@
 #include "daemon/sup.h"
 #include "daemon/worker/worker.h"   /* WORKER_EXIT_SETUP */
 #include "policy/seccomp.h"     /* containment: seccomp_syscall_name */
+#include "proto/jsonrpc.h"
 
 static void wproc_read_cb(struct ev_loop *loop, ev_io *io, int revents);
 static void wproc_write_cb(struct ev_loop *loop, ev_io *io, int revents);
@@ -117,16 +118,21 @@ static void wproc_write_cb(struct ev_loop *loop, ev_io *io, int revents)
 
 int wproc_send_json(struct wproc *w, uint32_t type, const json_t *payload)
 {
-    char *text;
-    unsigned char *frame;
-    size_t flen;
-    int rc;
+    return wproc_send_spliced(w, type, payload, NULL, 0);
+}
 
-    size_t bound = type == CHAN_JOB ? CHAN_JOB_MAX : CHAN_TOOL_RESULT_MAX, tlen;
+int wproc_send_spliced(struct wproc *w, uint32_t type, const json_t *payload,
+                       const struct jp_splice *sp, size_t nsp)
+{
+    size_t bound = type == CHAN_JOB ? CHAN_JOB_MAX : CHAN_TOOL_RESULT_MAX, tlen, flen;
+    unsigned char *frame;
+    char *text;
+    int rc;
 
     if (w->fd < 0 || w->killed)
         return -1;
-    if (!(text = json_dumps(payload, JSON_COMPACT | JSON_ENCODE_ANY)))
+    if (!(text = nsp ? jp_dump_spliced(payload, sp, nsp, &tlen)
+                     : json_dumps(payload, JSON_COMPACT | JSON_ENCODE_ANY)))
         return -1;
     /* Re-encoding can grow a payload (0.1 prints as 0.10000000000000001):
      * judge what is sent, not what was received. */
@@ -194,6 +200,96 @@ static void wproc_syscall(struct wproc *w, const unsigned char *payload, size_t 
              (int)w->pid, (long)r.nr, name);
 }
 
+#define DENSE_TEXT "holds more values than the daemon passes on for its size " \
+                   "(many small tables: each costs the daemon about 136 bytes to parse)"
+
+/* A frame whose parse would exceed its memory budget (rpc_loadb_bounded)
+ * may still come from a legitimate chunk: `local t = {} ... r[i] = t` for
+ * millions of i encodes millions of `[]`.  A result becomes the chunk's
+ * runtime_error, a tool call a tool error the chunk can catch; anything
+ * else is left to the caller as a violation (returns 0). */
+static int wproc_too_dense(struct wproc *w, enum exec_ev ev)
+{
+    struct exec *e = w->exec;
+    struct exec_evdata d = { 0 };
+    json_t *j;
+
+    if (ev == XE_RESULT) {
+        j = json_pack("{s:s,s:s}", "kind", "runtime_error", "message",
+                      "cannot return the value: it " DENSE_TEXT);
+        if (!j) {
+            wproc_violation(w, "out of memory");
+            return 1;
+        }
+        d.json = j;
+        exec_event(e, XE_ERROR, &d);
+        json_decref(j);
+        return 1;
+    }
+    if (ev == XE_TOOL_CALL && e->state == ST_RUNNING && e->op == OP_EXECUTE) {
+        j = json_pack("{s:b,s:s}", "ok", 0, "message", "the call's arguments " DENSE_TEXT);
+        if (!j || wproc_send_json(w, CHAN_TOOL_RESULT, j) < 0)
+            wproc_violation(w, "could not answer a tool call");
+        json_decref(j);
+        return 1;
+    }
+    return 0;
+}
+
+/*
+ * A large CHAN_RESULT: validated without a tree (proto/jsonpass), its value
+ * and bindings kept as text in d (they only pass on to the client), the
+ * rest built under the frame's budget.  binding_names is dropped: the
+ * supervisor derives the names itself.  NULL when invalid or (*dense) over
+ * the budget.
+ */
+static json_t *result_envelope(const char *p, size_t len, struct exec_evdata *d, int *dense)
+{
+    size_t budget = rpc_tree_budget(len);
+    struct jp_span v = jp_trim(p, len), k, m;
+    struct jp_iter it;
+    json_error_t jerr;
+    json_t *obj, *key, *val;
+
+    if (jp_validate(p, len, JP_CHUNK) < 0 || v.p[0] != '{' || !(obj = json_object()))
+        return NULL;
+    jp_iter_init(&it, v);
+    while (jp_iter_next(&it, &k, &m)) {
+        const char *name;
+
+        if (!(key = jp_key(k)))
+            goto fail;
+        name = json_string_value(key);
+        val = NULL;
+        if (strcmp(name, "value") == 0) {
+            d->raw_value = m;
+            val = json_null();
+        } else if (strcmp(name, "bindings") == 0 && m.p[0] == '[') {
+            d->raw_bindings = m;
+            val = json_array();
+        } else if (strcmp(name, "binding_names") != 0) {
+            if (strcmp(name, "bindings") == 0)
+                d->raw_bindings = (struct jp_span){ NULL, 0 };
+            val = rpc_loadb_budget(m.p, m.n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr, &budget,
+                                   dense);
+            if (!val) {
+                json_decref(key);
+                goto fail;
+            }
+        }
+        if (val && json_object_set_new(obj, name, val) < 0) {
+            json_decref(key);
+            goto fail;
+        }
+        json_decref(key);
+    }
+    return obj;
+fail:
+    json_decref(obj);
+    d->raw_value = d->raw_bindings = (struct jp_span){ NULL, 0 };
+    return NULL;
+}
+
 /* Turn one frame into an event of the attached execution. */
 static void wproc_frame(struct wproc *w, uint32_t type, const unsigned char *payload, size_t len)
 {
@@ -220,7 +316,18 @@ static void wproc_frame(struct wproc *w, uint32_t type, const unsigned char *pay
         return;
     }
     if (ev != XE_OUTPUT) {
-        j = json_loadb((const char *)payload, len, JSON_ALLOW_NUL, &jerr);
+        int dense = 0;
+
+#if defined(MUTATE_PASS_THROUGH)
+        if (0)                          /* mutant: every frame becomes a tree */
+#else
+        if (ev == XE_RESULT && len > RPC_PASS_MIN)
+#endif
+            j = result_envelope((const char *)payload, len, &d, &dense);
+        else
+            j = rpc_loadb_bounded((const char *)payload, len, JSON_ALLOW_NUL, &jerr, &dense);
+        if (dense && wproc_too_dense(w, ev))
+            return;
         if (!json_is_object(j)) {
             json_decref(j);
             wproc_violation(w, "frame payload is not a JSON object");
@@ -266,6 +373,8 @@ static int wproc_drain(struct wproc *w, size_t budget)
                 return 1;
             }
             wproc_frame(w, type, payload, len);
+            if (len >= SUP_TRIM_BYTES)
+                sup_trim();
             if (w->killed)
                 return 1;
         }

@@ -25,6 +25,7 @@
 #include "daemon/outq.h"
 #include "policy/config.h"
 #include "proto/chan.h"
+#include "proto/jsonpass.h"
 
 struct sup;
 struct exec;
@@ -56,6 +57,9 @@ void wproc_apply_limits(struct wproc *w, const struct limits *lim);
  * payload is above what the worker reads for that type (CHAN_JOB_MAX,
  * CHAN_TOOL_RESULT_MAX; nothing is queued); -1 on other failures. */
 int  wproc_send_json(struct wproc *w, uint32_t type, const json_t *payload);
+/* The same with raw JSON in place of jp_token(i) (proto/jsonpass.h). */
+int  wproc_send_spliced(struct wproc *w, uint32_t type, const json_t *payload,
+                        const struct jp_splice *sp, size_t nsp);
 void wproc_kill(struct wproc *w);
 /* Pass on the frames already waiting in the channel (what FIONREAD counts
  * now: bounded, never blocks), so a verdict of the supervisor's own (a

@@ -8,6 +8,7 @@
 #include "proto/jsonrpc.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,15 +130,189 @@ static enum rpc_type classify(struct rpc_msg *msg)
  * parse errors.  Duplicate keys are accepted and the last one wins
  * (jansson's json_object_set replaces).
  */
-void rpc_parse(const char *line, size_t len, struct rpc_msg *msg)
+/* The parse budget: allocations made while budget_on are counted (frees
+ * are not: a parse only grows), and one past the budget fails, which makes
+ * jansson give up with "out of memory" and free what it built. */
+static int    budget_on, budget_hit;
+static size_t budget_left;
+
+static void *budget_malloc(size_t n)
+{
+    if (budget_on) {
+        if (n > budget_left) {
+            budget_hit = 1;
+            return NULL;
+        }
+        budget_left -= n;
+    }
+    return malloc(n);
+}
+
+size_t rpc_tree_budget(size_t len)
+{
+    return len > (SIZE_MAX - RPC_TREE_FLOOR) / RPC_TREE_FACTOR ? SIZE_MAX
+         : len * RPC_TREE_FACTOR + RPC_TREE_FLOOR;
+}
+
+json_t *rpc_loadb_budget(const char *buf, size_t len, size_t flags, json_error_t *err,
+                         size_t *budget, int *too_dense)
+{
+    static int installed;
+    json_t *v;
+
+    if (!installed) {
+        json_set_alloc_funcs(budget_malloc, free);
+        installed = 1;
+    }
+    budget_left = *budget;
+#if !defined(MUTATE_TREE_BUDGET)
+    budget_on = 1;
+#endif
+    budget_hit = 0;
+    v = json_loadb(buf, len, flags, err);
+    budget_on = 0;
+    *budget = budget_left;
+    *too_dense = budget_hit;
+    if (budget_hit) {
+        json_decref(v);
+        v = NULL;
+    }
+    return v;
+}
+
+json_t *rpc_loadb_bounded(const char *buf, size_t len, size_t flags, json_error_t *err,
+                          int *too_dense)
+{
+    size_t budget = rpc_tree_budget(len);
+
+    return rpc_loadb_budget(buf, len, flags, err, &budget, too_dense);
+}
+
+/* One member value of a large line, built under the line's budget.  NULL
+ * with *dense set when the budget ran out. */
+static json_t *member(struct jp_span v, size_t *budget, int *dense)
 {
     json_error_t err;
 
+    return rpc_loadb_budget(v.p, v.n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err, budget, dense);
+}
+
+/* Members of the object v into a new object; `raw` names the member kept
+ * as text (placeholder in the tree), *out its span.  Later duplicates win. */
+static json_t *members(struct jp_span v, const char *raw, const char *hold,
+                       struct jp_span *out, size_t *budget, int *dense)
+{
+    json_t *obj = json_object(), *key, *val;
+    struct jp_iter it;
+    struct jp_span k, m;
+
+    if (!obj || jp_iter_init(&it, v) < 0)
+        goto fail;
+    while (jp_iter_next(&it, &k, &m)) {
+        if (!(key = jp_key(k)))
+            goto fail;
+        if (raw && strcmp(json_string_value(key), raw) == 0 &&
+            (!hold || m.p[0] == hold[0])) {
+            *out = m;
+            val = hold ? json_array() : json_null();
+        } else {
+            if (raw && strcmp(json_string_value(key), raw) == 0)
+                *out = (struct jp_span){ NULL, 0 };
+            val = member(m, budget, dense);
+        }
+        if (!val || json_object_set_new(obj, json_string_value(key), val) < 0) {
+            json_decref(key);
+            goto fail;
+        }
+        json_decref(key);
+    }
+    return obj;
+fail:
+    json_decref(obj);
+    return NULL;
+}
+
+/* A line above RPC_PASS_MIN: validated without a tree, then the envelope
+ * is built member by member under one budget, bindings and result kept as
+ * text. */
+static void parse_large(const char *line, size_t len, struct rpc_msg *msg)
+{
+    size_t budget = rpc_tree_budget(len);
+    struct jp_span v = jp_trim(line, len), k, m;
+    struct jp_iter it;
+    int dense = 0;
+    json_t *key, *val;
+
+    msg->type = RPC_PARSE_ERROR;
+    msg->why = "message is not valid JSON";
+    if (jp_validate(line, len, JP_CHUNK) < 0)
+        return;
+    if (v.p[0] == '[') {                /* a batch: refused without building it */
+        msg->root = json_array();
+        msg->type = msg->root ? RPC_INVALID : RPC_PARSE_ERROR;
+        msg->why = "batch requests are not supported";
+        return;
+    }
+    if (v.p[0] != '{') {
+        msg->root = member(v, &budget, &dense);
+    } else if ((msg->root = json_object()) && jp_iter_init(&it, v) == 0) {
+        while (msg->root && jp_iter_next(&it, &k, &m)) {
+            if (!(key = jp_key(k))) {
+                json_decref(msg->root);
+                msg->root = NULL;
+                break;
+            }
+            if (strcmp(json_string_value(key), "params") == 0 && m.p[0] == '{') {
+                msg->raw_bindings = (struct jp_span){ NULL, 0 };
+                val = members(m, "bindings", "[", &msg->raw_bindings, &budget, &dense);
+            } else if (strcmp(json_string_value(key), "result") == 0) {
+                msg->raw_result = m;
+                val = json_null();
+            } else {
+                if (strcmp(json_string_value(key), "params") == 0)
+                    msg->raw_bindings = (struct jp_span){ NULL, 0 };
+                val = member(m, &budget, &dense);
+            }
+            if (!val || json_object_set_new(msg->root, json_string_value(key), val) < 0) {
+                json_decref(msg->root);
+                msg->root = NULL;
+            }
+            json_decref(key);
+        }
+    }
+    if (!msg->root) {
+        msg->raw_bindings = msg->raw_result = (struct jp_span){ NULL, 0 };
+        msg->too_dense = dense;
+        if (dense)
+            msg->why = "message holds more values than the daemon parses for its size";
+        return;
+    }
+    msg->type = classify(msg);
+    if (!msg->result)
+        msg->raw_result = (struct jp_span){ NULL, 0 };
+}
+
+void rpc_parse(const char *line, size_t len, struct rpc_msg *msg)
+{
+    json_error_t err;
+    int dense;
+
     memset(msg, 0, sizeof *msg);
-    msg->root = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+#if defined(MUTATE_PASS_THROUGH)
+    if (0)                              /* mutant: every line becomes a tree */
+#else
+    if (len > RPC_PASS_MIN)
+#endif
+    {
+        parse_large(line, len, msg);
+        return;
+    }
+    msg->root = rpc_loadb_bounded(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err, &dense);
     if (msg->root == NULL) {
         msg->type = RPC_PARSE_ERROR;
-        msg->why = "message is not valid JSON";
+        msg->too_dense = dense;
+        msg->why = dense ? "message holds more values than the daemon parses for its size"
+                         : "message is not valid JSON";
         return;
     }
     msg->type = classify(msg);

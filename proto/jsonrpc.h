@@ -18,6 +18,10 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "proto/jsonpass.h"
+
+#define RPC_PASS_MIN ((size_t)64 << 10)
+
 enum rpc_type {
     RPC_PARSE_ERROR,    /* not JSON */
     RPC_INVALID,        /* JSON, but not a JSON-RPC 2.0 message we accept */
@@ -35,6 +39,13 @@ struct rpc_msg {
     json_t     *result;     /* borrowed; responses */
     json_t     *error;      /* borrowed; error responses (an object) */
     const char *why;        /* static text: why INVALID / PARSE_ERROR */
+    int         too_dense;  /* PARSE_ERROR because its tree would exceed the budget */
+    /* Lines above RPC_PASS_MIN bytes: params.bindings (an array) and a
+     * response's result are validated but not built; the tree holds a
+     * placeholder ([] and null) and the raw text is here (p NULL: not
+     * passed through).  They point into the line: valid while it is. */
+    struct jp_span raw_bindings;
+    struct jp_span raw_result;
 };
 
 /* Parse one line.  Always fills *msg; release with rpc_msg_clear().
@@ -48,8 +59,32 @@ struct rpc_msg {
  * an integer "code" and a string "message".  Other members are ignored;
  * with duplicate keys the last one wins (jansson).  For INVALID, msg->id is
  * still set when the id member was a string or integer, so the error reply
- * can carry it; root is kept for every type but PARSE_ERROR. */
+ * can carry it; root is kept for every type but PARSE_ERROR.  A line above
+ * RPC_PASS_MIN bytes is validated whole (proto/jsonpass) and only its
+ * envelope is built: a batch is then INVALID with an empty array as root,
+ * and params.bindings / result pass through (raw_bindings, raw_result). */
 void rpc_parse(const char *line, size_t len, struct rpc_msg *msg);
+
+/* The memory a parsed message may take: RPC_TREE_FACTOR times its size plus
+ * RPC_TREE_FLOOR.  jansson spends about 136 bytes on an empty array and 40
+ * on a small integer, so a line of `[[],[],...]` would cost 45 times its
+ * size; past the budget the parse is refused instead. */
+#define RPC_TREE_FACTOR 4
+#define RPC_TREE_FLOOR  ((size_t)16 << 20)
+
+/* json_loadb() whose allocations are counted against the budget for len
+ * bytes (see above).  NULL on any error; *too_dense is then 1 when the
+ * budget was the reason (err says "out of memory").  rpc_parse() uses it;
+ * so does the supervisor for worker frames.  Not reentrant (one parse at a
+ * time: the supervisor is single-threaded); it installs jansson allocation
+ * functions that call malloc and free. */
+json_t *rpc_loadb_bounded(const char *buf, size_t len, size_t flags, json_error_t *err,
+                          int *too_dense);
+/* The budget for a text of len bytes, and a parse that draws on a budget
+ * shared by several parses (*budget is what is left afterwards). */
+size_t  rpc_tree_budget(size_t len);
+json_t *rpc_loadb_budget(const char *buf, size_t len, size_t flags, json_error_t *err,
+                         size_t *budget, int *too_dense);
 void rpc_msg_clear(struct rpc_msg *msg);
 
 /* Exact string tests for text a peer sent, which may hold "\u0000": a C

@@ -11,7 +11,7 @@ fi
 
 CC=${CC:-clang}
 OUT=build/fuzz
-TARGETS_ALL="fuzz_ndjson_rpc fuzz_chan fuzz_codec fuzz_bindings fuzz_limits"
+TARGETS_ALL="fuzz_ndjson_rpc fuzz_chan fuzz_codec fuzz_bindings fuzz_limits fuzz_jsonpass"
 TARGETS=${*:-$TARGETS_ALL}
 
 PKG_CFLAGS=$(pkg-config --cflags lua5.3 jansson)
@@ -25,7 +25,8 @@ LIBS="$PKG_LIBS -lm"
 # not daemon/worker/luaenv.c).
 srcs_for() {
     case $1 in
-    fuzz_ndjson_rpc) echo "proto/inbuf.c proto/ndjson.c proto/jsonrpc.c" ;;
+    fuzz_ndjson_rpc) echo "proto/inbuf.c proto/ndjson.c proto/jsonrpc.c proto/jsonpass.c" ;;
+    fuzz_jsonpass)   echo "proto/jsonpass.c" ;;
     fuzz_chan)       echo "proto/inbuf.c proto/chan.c" ;;
     fuzz_codec)      echo "proto/codec.c" ;;
     fuzz_bindings)   echo "proto/codec.c proto/bindings.c" ;;

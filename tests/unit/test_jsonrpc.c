@@ -537,6 +537,76 @@ static void test_dump_line_round_trip(void **state)
     json_decref(m);
 }
 
+/* A line above RPC_PASS_MIN is validated whole; its envelope is built and
+ * params.bindings / result kept as text. */
+static char *big_line(const char *head, const char *elem, size_t n, const char *tail, size_t *len)
+{
+    size_t hl = strlen(head), el = strlen(elem), tl = strlen(tail);
+    char *s = malloc(hl + n * (el + 1) + tl + 1), *p = s;
+
+    memcpy(p, head, hl);
+    p += hl;
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            *p++ = ',';
+        memcpy(p, elem, el);
+        p += el;
+    }
+    memcpy(p, tail, tl);
+    p += tl;
+    *p = '\0';
+    *len = (size_t)(p - s);
+    return s;
+}
+
+static void test_large_lines_pass_through(void **state)
+{
+    struct rpc_msg m;
+    size_t len;
+    char *s;
+    (void)state;
+    s = big_line("{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"execute\",\"params\":{\"code\":\"x\","
+                 "\"bindings\":[", "[\"a\",1]", 20000, "]}}", &len);
+    assert_true(len > RPC_PASS_MIN);
+    rpc_parse(s, len, &m);
+    assert_int_equal(m.type, RPC_REQUEST);
+    assert_string_equal(m.method, "execute");
+    assert_string_equal(json_string_value(json_object_get(m.params, "code")), "x");
+    assert_true(json_is_array(json_object_get(m.params, "bindings")));
+    assert_non_null(m.raw_bindings.p);
+    assert_int_equal(m.raw_bindings.p[0], '[');
+    assert_int_equal(m.raw_bindings.p[m.raw_bindings.n - 1], ']');
+    rpc_msg_clear(&m);
+    s[len - 3] = ',';                      /* "...],}}": invalid */
+    rpc_parse(s, len, &m);
+    assert_int_equal(m.type, RPC_PARSE_ERROR);
+    rpc_msg_clear(&m);
+    free(s);
+    /* a response: result kept as text */
+    s = big_line("{\"jsonrpc\":\"2.0\",\"id\":\"t1\",\"result\":[", "[]", 40000, "]}", &len);
+    rpc_parse(s, len, &m);
+    assert_int_equal(m.type, RPC_RESPONSE);
+    assert_non_null(m.raw_result.p);
+    assert_int_equal(m.raw_result.n, len - strlen("{\"jsonrpc\":\"2.0\",\"id\":\"t1\",\"result\":}"));
+    rpc_msg_clear(&m);
+    free(s);
+    /* a batch: refused without a tree */
+    s = big_line("[", "{}", 40000, "]", &len);
+    rpc_parse(s, len, &m);
+    assert_int_equal(m.type, RPC_INVALID);
+    assert_string_equal(m.why, "batch requests are not supported");
+    rpc_msg_clear(&m);
+    free(s);
+    /* dense values elsewhere: over the tree budget */
+    s = big_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":[", "[]",
+                 3000000, "]}}", &len);
+    rpc_parse(s, len, &m);
+    assert_int_equal(m.type, RPC_PARSE_ERROR);
+    assert_true(m.too_dense);
+    rpc_msg_clear(&m);
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -560,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_errorf),
         cmocka_unit_test(test_result_and_request),
         cmocka_unit_test(test_dump_line_round_trip),
+        cmocka_unit_test(test_large_lines_pass_through),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
