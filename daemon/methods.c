@@ -384,7 +384,7 @@ static void m_session_open(struct conn *c, const struct rpc_msg *m)
                         "params.bindings must be the array returned by an earlier execute");
         return;
     }
-    if (json_is_array(bindings) && json_array_size(bindings) > 0) {
+    if (json_is_array(bindings) && json_array_size(bindings) > 0 && !m->raw_bindings.p) {
         const char *berr = NULL;
         json_t *names = bindings_names(bindings, &berr);
         if (!names) {
@@ -420,6 +420,11 @@ static void m_session_open(struct conn *c, const struct rpc_msg *m)
     json_decref(tools);
     if (!job || !(e = exec_new(c, OP_SESSION, m->id, job, index, &lim))) {
         conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
+        return;
+    }
+    if (m->raw_bindings.p && exec_set_job_bindings(e, m->raw_bindings) < 0) {
+        conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
+        exec_drop(e);
         return;
     }
     e->idle_timeout = (double)(json_is_integer(idle) ? (unsigned)json_integer_value(idle)
