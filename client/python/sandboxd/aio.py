@@ -128,8 +128,8 @@ class _Conn(asyncio.BufferedProtocol):
     # ---------------------------------------------------------- incoming messages
     def message(self, line):
         try:
-            msg = _loads(line)
-        except ValueError:
+            msg = _loads(line.decode("utf-8"))
+        except ValueError:                          # UnicodeDecodeError too
             if line.strip():
                 self.fail(errors.ProtocolError("the daemon sent a line that is not JSON: %r"
                                                % bytes(line[:200])))

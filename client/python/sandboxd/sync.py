@@ -217,7 +217,7 @@ class _Conn:
     # ---------------------------------------------------------- incoming messages
     def message(self, line):
         try:
-            msg = _loads(line)
+            msg = _loads(line.decode("utf-8"))
         except ValueError:
             if not line.strip():
                 return

@@ -36,7 +36,6 @@ INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
 
 _dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False,
                           separators=(",", ":")).encode
-_SCALARS = (str, int, bool, type(None))
 
 
 class Unencodable(ValueError):
@@ -147,12 +146,21 @@ def to_jsonable(v):
     return _convert(v, [], set())
 
 
+_LITERALS = {True: b"true", False: b"false", None: b"null"}
+_quote = json.encoder.encode_basestring         # the C version when there is one
+
+
 def encode(v):
     """The compact UTF-8 JSON text of v by the table above, as bytes.  Raises
     Unencodable."""
-    if type(v) in _SCALARS and (type(v) is not int or INT_MIN <= v <= INT_MAX):
+    t = type(v)
+    if t is int and INT_MIN <= v <= INT_MAX:        # fast paths: the common tool results
+        return b"%d" % v
+    if t is str:
         try:
-            return _dumps(v).encode("utf-8")
+            return _quote(v).encode("utf-8")
         except UnicodeEncodeError:
             pass
+    elif t is bool or v is None:
+        return _LITERALS[v]
     return _dumps(to_jsonable(v)).encode("utf-8")
