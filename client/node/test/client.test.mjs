@@ -259,3 +259,42 @@ test('lines over 64 KiB both ways', async () => {
   const code = `return ${'1 + '.repeat(15000)}1`; // ~60 KB of code
   assert.equal((await client.execute(code)).value, 15001);
 });
+
+test('many executions with many calls, some cancelled midway: no cross-talk, nothing left waiting', async () => {
+  const n = 24;
+  const runs = Array.from({ length: n }, (_, i) => {
+    const ac = new AbortController();
+    let calls = 0;
+    const tools = {
+      T: {
+        tag: async (j, ctx) => {
+          calls++;
+          if (i % 4 === 0 && calls === 5) ac.abort();
+          await new Promise((r) => setTimeout(r, Math.random() * 3));
+          return `${i}:${j}:${ctx.executionId}`;
+        },
+      },
+    };
+    const p = client.execute(`
+      local out = {}
+      for j = 1, 15 do out[j] = T.tag(j) end
+      return out`, { tools, signal: ac.signal });
+    return { i, p, ac };
+  });
+  const results = await Promise.allSettled(runs.map((r) => r.p));
+  results.forEach((res, i) => {
+    if (i % 4 === 0) {
+      assert.equal(res.status, 'rejected');
+      assert.equal(res.reason.kind, 'cancelled');
+    } else {
+      assert.equal(res.status, 'fulfilled', String(res.reason));
+      const ids = new Set(res.value.value.map((s) => s.split(':')[2]));
+      assert.equal(ids.size, 1, 'every call came from one execution');
+      assert.deepEqual(res.value.value.map((s) => s.split(':').slice(0, 2).join(':')),
+        Array.from({ length: 15 }, (_, j) => `${i}:${j + 1}`));
+    }
+  });
+  const conn = await client._connection();
+  assert.equal(conn.pending.size, 0);
+  await until(async () => (await workers()) === 0, undefined, 'every worker to be gone');
+});
