@@ -400,3 +400,29 @@ test("a timeout or priority above the daemon's ceiling is lowered to it", async 
     await low.stop();
   }
 });
+
+test('the daemon restarted under the bridge: the running call fails clearly, the next one works', async () => {
+  const dd = await startDaemon();
+  const cfg = path.join(tmp, 'restart.json');
+  fs.writeFileSync(cfg, JSON.stringify({ mcpServers: { toy: { command: process.execPath, args: [TOY, 'restart'] } } }));
+  const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, '--config', cfg, '--socket', dd.socketPath], stderr: 'pipe' });
+  const host = new Client({ name: 'h', version: '1' });
+  try {
+    await host.connect(transport);
+    assert.equal(value(await host.callTool({ name: 'execute_lua', arguments: { code: 'kept = 7 return 1' } })), 1);
+    const running = host.callTool({ name: 'execute_lua', arguments: { code: 'return toy.slow({ms = 20000})' } });
+    const watcher = new Sandboxd({ socketPath: dd.socketPath });
+    await until(async () => (await watcher.describe()).state.workers >= 1, undefined, 'the execution to start');
+    watcher.close();
+    await dd.kill();
+    const r = await running;
+    assert.equal(r.isError, true);
+    assert.equal(r.structuredContent.error.kind, 'daemon_unavailable');
+    fs.rmSync(dd.socketPath, { force: true });
+    await dd.start();
+    assert.equal(value(await host.callTool({ name: 'execute_lua', arguments: { code: 'return kept' } })), 7);
+  } finally {
+    await host.close();
+    await dd.stop();
+  }
+});
