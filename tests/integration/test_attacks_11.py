@@ -461,3 +461,131 @@ def test_limit_inside_hook_like_places_ends_the_session(client):
     r = chunk(client, sid, "local ok = pcall(co) return 'escaped', ok")
     assert r.kind == "reductions_limit" and r.data["session_closed"] is True, r
     assert_closed(client, sid)
+
+
+# ------------------------------------------------- a compromised session worker
+
+# The test plays the worker: it stops the real one and takes a duplicate of
+# its channel end (pidfd_getfd, which needs the ptrace permission root has),
+# then writes frames of its choosing to the supervisor.
+
+SYS_PIDFD_OPEN, SYS_PIDFD_GETFD = 434, 438
+CHAN_OUTPUT, CHAN_TOOL_CALL, CHAN_RESULT, CHAN_ERROR = 16, 17, 18, 19
+
+
+def steal_channel(pid):
+    import ctypes
+    import socket
+    if os.geteuid() != 0 or os.uname().machine != "x86_64":
+        pytest.skip("needs root and x86_64 syscall numbers")
+    libc = ctypes.CDLL(None, use_errno=True)
+    pfd = libc.syscall(SYS_PIDFD_OPEN, pid, 0)
+    if pfd < 0:
+        pytest.skip("pidfd_open: %s" % os.strerror(ctypes.get_errno()))
+    fd = libc.syscall(SYS_PIDFD_GETFD, pfd, 3, 0)
+    os.close(pfd)
+    if fd < 0:
+        pytest.skip("pidfd_getfd: %s" % os.strerror(ctypes.get_errno()))
+    s = socket.socket(fileno=fd)
+    s.settimeout(5 * sbx.SCALE)
+    return s
+
+
+def frame(ftype, payload):
+    import struct
+    if not isinstance(payload, bytes):
+        payload = json.dumps(payload).encode()
+    return struct.pack("<II", ftype, len(payload)) + payload
+
+
+def read_frame(s):
+    import struct
+    head = b""
+    while len(head) < 8:
+        head += s.recv(8 - len(head))
+    ftype, n = struct.unpack("<II", head)
+    body = b""
+    while len(body) < n:
+        body += s.recv(n - len(body))
+    return ftype, json.loads(body)
+
+
+def test_compromised_session_worker_frames_out_of_turn(daemon):
+    bystander = daemon.client()
+    bsid = open_session(bystander)
+    chunk_ok(bystander, bsid, "y = 2")
+    c = daemon.client()
+    before = set(daemon.worker_pids())
+    sid = open_session(c, tools=[T])
+    chunk_ok(c, sid, "x = 1")
+    pid = session_worker(daemon, before)
+    os.kill(pid, signal.SIGSTOP)
+    s = steal_channel(pid)
+    try:
+        # a chunk: the forged worker makes a call, then ends the chunk with a
+        # runtime_error while the call is still out
+        i = c.send_execute("return T.f(1)", session=sid, handlers={"T.f": lambda a: NO_REPLY})
+        ftype, job = read_frame(s)
+        assert ftype == 1 and job["op"] == "chunk", job
+        s.sendall(frame(CHAN_TOOL_CALL, {"tool": "T", "function": "f", "args": [1]}))
+        call = c.wait_deferred(1)
+        s.sendall(frame(CHAN_ERROR, {"kind": "runtime_error", "message": "forged", "stats": {}}))
+        r = c.wait(i)
+        assert r.kind == "runtime_error" and r.data["session_closed"] is False, r
+        c.reply(call, result="late")            # to a session that is idle now
+        # a chunk whose result is followed by frames out of turn (idle)
+        i = c.send_execute("return 2", session=sid)
+        assert read_frame(s)[1]["op"] == "chunk"
+        s.sendall(frame(CHAN_RESULT, {"value": 2, "stats": {}}) + frame(CHAN_OUTPUT, b"after") +
+                  frame(CHAN_TOOL_CALL, {"tool": "T", "function": "f", "args": []}))
+        r = c.wait(i)
+        assert r.ok and r.result["value"] == 2 and r.result["output"] == "", r
+        daemon.wait_log(r"protocol violation: frame out of turn")
+        deadline = time.monotonic() + 5 * sbx.SCALE
+        while chunk(c, sid, "return 3").kind != "session_not_found":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        s.close()
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    # only that session ended
+    assert chunk_ok(bystander, bsid, "return y")["value"] == 2
+    c.ping()
+    c.close()
+    bystander.close()
+    wait_state(daemon, "sessions", 0)
+    daemon.assert_no_leftovers()
+
+
+def test_compromised_worker_more_calls_than_slots(daemon):
+    c = daemon.client()
+    before = set(daemon.worker_pids())
+    sid = open_session(c, tools=[T])
+    pid = session_worker(daemon, before)
+    os.kill(pid, signal.SIGSTOP)
+    s = steal_channel(pid)
+    try:
+        i = c.send_execute("return 1", session=sid, handlers={"T.f": lambda a: NO_REPLY})
+        assert read_frame(s)[1]["op"] == "chunk"
+        call = frame(CHAN_TOOL_CALL, {"tool": "T", "function": "f", "args": []})
+        s.sendall(call * 17)                    # max_parallel_calls is 16
+        r = c.wait(i)
+        assert r.kind == "crashed" and "max_parallel_calls" in r.data["reason"], r
+        assert r.data["session_closed"] is True, r
+        for call in list(c.deferred):
+            c.reply(call, result=0)
+        assert len(c.deferred) <= 16
+    finally:
+        s.close()
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    assert_closed(c, sid)
+    c.ping()
+    c.close()
+    wait_state(daemon, "sessions", 0)
+    daemon.assert_no_leftovers()
