@@ -232,12 +232,36 @@ static json_t *exec_output(const struct exec *e)
 
 /* Answer with an error; data stolen (may be NULL).  Adds output and, once
  * the execution has started, stats. */
+/* The output for an answer: a JSON string, or for a large output a splice
+ * token whose text (jp_quote of the repaired bytes, *buf: the caller frees
+ * it after sending) is recorded in sp[*nsp]. */
+#define OUTPUT_SPLICE_MIN ((size_t)64 << 10)
+
+static json_t *exec_output_for(const struct exec *e, struct jp_splice *sp, size_t *nsp,
+                               char **buf)
+{
+    json_t *s;
+    size_t len;
+
+    *buf = NULL;
+    if (e->output_len < OUTPUT_SPLICE_MIN || !(s = exec_output(e)))
+        return exec_output(e);
+    *buf = jp_quote(json_string_value(s), json_string_length(s), &len);
+    json_decref(s);
+    if (!*buf)
+        return exec_output(e);
+    sp[*nsp].raw = (struct jp_span){ *buf, len };
+    return jp_token((unsigned)(*nsp)++);
+}
+
 static void exec_fail(struct exec *e, const char *kind, json_t *data, const json_t *wstats,
                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 static void exec_fail(struct exec *e, const char *kind, json_t *data, const json_t *wstats,
                       const char *fmt, ...)
 {
-    char msg[1024];
+    char msg[1024], *obuf;
+    struct jp_splice sp[1];
+    size_t nsp = 0;
     va_list ap;
 
     va_start(ap, fmt);
@@ -246,7 +270,7 @@ static void exec_fail(struct exec *e, const char *kind, json_t *data, const json
     stream_flush(e, 1);
     if (!data)
         data = json_object();
-    json_object_set_new(data, "output", exec_output(e));
+    json_object_set_new(data, "output", exec_output_for(e, sp, &nsp, &obuf));
     json_object_set_new(data, "output_truncated", json_boolean(e->output_truncated));
     if (e->t_start > 0)
         json_object_set_new(data, "stats", exec_stats(e, wstats));
@@ -256,11 +280,12 @@ static void exec_fail(struct exec *e, const char *kind, json_t *data, const json
     if (e->conn && e->req_id) {
         json_t *reply = rpc_error_new(e->req_id, kind, msg, data);
         if (reply)
-            conn_send(e->conn, reply);
+            conn_send_spliced(e->conn, reply, sp, nsp);
         json_decref(reply);
     } else {
         json_decref(data);
     }
+    free(obuf);
 }
 
 /* ------------------------------------------------------------------ */
@@ -617,9 +642,10 @@ static void on_result(struct exec *e, const struct exec_evdata *d)
     const json_t *bindings = json_object_get(d->json, "bindings");
     const json_t *wstats = json_object_get(d->json, "stats");
     json_t *result, *names = NULL, *reply;
-    struct jp_splice sp[2];
+    struct jp_splice sp[3];
     size_t nsp = 0;
     const char *err = NULL;
+    char *obuf = NULL;
 
     /* a session chunk returns bindings only when asked; its open and
      * snapshot answers are their own */
@@ -648,7 +674,8 @@ static void on_result(struct exec *e, const struct exec_evdata *d)
                            "value", pass_on(sp, &nsp, d->raw_value,
                                             json_object_get(d->json, "value") ?
                                             json_object_get(d->json, "value") : json_null()),
-                           "output", exec_output(e), "output_truncated", e->output_truncated,
+                           "output", exec_output_for(e, sp, &nsp, &obuf),
+                           "output_truncated", e->output_truncated,
                            "stats", exec_stats(e, wstats));
         if (result && want_bindings) {
             json_object_set_new(result, "bindings",
@@ -668,6 +695,7 @@ static void on_result(struct exec *e, const struct exec_evdata *d)
     if (reply && e->conn)
         conn_send_spliced(e->conn, reply, sp, nsp);
     json_decref(reply);
+    free(obuf);
     if (e->op == OP_SESSION)
         session_idle(e);
     else

@@ -289,6 +289,53 @@ json_t *jp_key(struct jp_span key)
     return json_loadb(key.p, key.n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
 }
 
+char *jp_quote(const char *s, size_t n, size_t *len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t out = 2;
+    char *buf, *q;
+
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        out += c == '"' || c == '\\' || c == '\n' || c == '\t' || c == '\r' || c == '\b' ||
+               c == '\f' ? 2 : c < 0x20 ? 6 : 1;
+    }
+    if (!(buf = malloc(out + 1)))
+        return NULL;
+    q = buf;
+    *q++ = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        const char *esc = NULL;
+
+        switch (c) {
+        case '"':  esc = "\\\""; break;
+        case '\\': esc = "\\\\"; break;
+        case '\n': esc = "\\n"; break;
+        case '\t': esc = "\\t"; break;
+        case '\r': esc = "\\r"; break;
+        case '\b': esc = "\\b"; break;
+        case '\f': esc = "\\f"; break;
+        default: break;
+        }
+        if (esc) {
+            *q++ = esc[0];
+            *q++ = esc[1];
+        } else if (c < 0x20) {
+            memcpy(q, "\\u00", 4);
+            q[4] = hex[c >> 4];
+            q[5] = hex[c & 15];
+            q += 6;
+        } else {
+            *q++ = (char)c;
+        }
+    }
+    *q++ = '"';
+    *q = '\0';
+    *len = out;
+    return buf;
+}
+
 /* ------------------------------------------------------------------------
  * Splicing
  * --------------------------------------------------------------------- */

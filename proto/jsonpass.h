@@ -58,6 +58,13 @@ int jp_iter_next(struct jp_iter *it, struct jp_span *key, struct jp_span *val);
  * NULL when out of memory. */
 json_t *jp_key(struct jp_span key);
 
+/* The JSON string literal (quotes included) of s[0..n), which must be
+ * valid UTF-8: '"', '\\' and control bytes escaped (\n, \t, ... or
+ * \u00XX), everything else as it is.  A new malloc'd buffer of *len bytes,
+ * or NULL.  jansson escapes through snprintf byte by byte, seconds for
+ * 16 MiB of control bytes; this is one table-driven pass. */
+char *jp_quote(const char *s, size_t n, size_t *len);
+
 /* A splice point: a tree holds jp_token(i) where raw[i] goes. */
 struct jp_splice {
     struct jp_span raw;

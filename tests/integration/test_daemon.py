@@ -470,6 +470,21 @@ def test_large_answer_reaches_a_reading_client(daemon_factory):
     assert "does not read" not in d.stderr
 
 
+def test_largest_output_reaches_a_reading_client(daemon_factory):
+    """16 MiB of control bytes printed (max_output_bytes at its ceiling) is a
+    96 MiB answer, every byte written \\u0001: a client that reads gets all
+    of it, and quickly (the supervisor escapes it in one pass)."""
+    d = daemon_factory()
+    s = _raw_execute(d.socket_path, PRINT_CONTROL % 257, {"max_output_bytes": 16 << 20})
+    line = _read_line(s, 60 * SCALE)
+    s.close()
+    assert len(line) > 95 << 20, len(line)
+    r = json.loads(line)
+    assert r["result"]["output_truncated"] is True, r["result"]["stats"]
+    assert r["result"]["output"] == ("\x01" * 65535 + "\n") * 256
+    assert "does not read" not in d.stderr
+
+
 SMALL_ANSWERS = dict(daemon={"max_message_bytes": 1 << 20},
                      defaults={"max_bindings_bytes": 1000000},
                      ceilings={"max_output_bytes": 4 << 20, "max_bindings_bytes": 1000000})

@@ -148,6 +148,32 @@ static void test_splice(void **state)
     json_decref(v);
 }
 
+/* jp_quote gives the string jansson reads back, for every ASCII byte and
+ * some UTF-8. */
+static void test_quote(void **state)
+{
+    char in[160];
+    size_t n = 0, len;
+    char *q;
+    json_error_t e;
+    json_t *v;
+    (void)state;
+    for (int c = 1; c < 128; c++)
+        in[n++] = (char)c;
+    memcpy(in + n, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 9);
+    n += 9;
+    in[n++] = '\0';                        /* NUL too (\u0000) */
+    q = jp_quote(in, n, &len);
+    assert_non_null(q);
+    assert_int_equal(strlen(q), len);
+    v = json_loadb(q, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+    assert_non_null(v);
+    assert_int_equal(json_string_length(v), n);
+    assert_memory_equal(json_string_value(v), in, n);
+    json_decref(v);
+    free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -156,6 +182,7 @@ int main(void)
         cmocka_unit_test(test_large_containers),
         cmocka_unit_test(test_iterate),
         cmocka_unit_test(test_splice),
+        cmocka_unit_test(test_quote),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
