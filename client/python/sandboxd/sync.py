@@ -161,8 +161,10 @@ class _Conn:
                     if left is not None and left <= 0:
                         return False
                     self.waiting += 1
-                    cond.wait(left)
-                    self.waiting -= 1
+                    try:
+                        cond.wait(left)
+                    finally:
+                        self.waiting -= 1
             try:
                 ok = self.read_some(slot, end)
             finally:
