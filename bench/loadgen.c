@@ -558,6 +558,132 @@ static void m_payload_floor(long n)
     free(lat);
 }
 
+/* A chunk in an open session, sequentially: the same `return 1+1` as
+ * m_latency, without a fork.  Prints the latencies of the chunks. */
+static void m_session_latency(long n)
+{
+    struct cli c;
+    double *lat = calloc((size_t)n, sizeof *lat);
+    char line[1024], sid[64];
+    const char *s;
+    json_t *m;
+    long i, warm = n / 10 + 5;
+
+    if (!lat)
+        die("out of memory");
+    cli_open(&c, sock_path);
+    send_all(c.fd, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"session/open\",\"params\":{}}\n",
+             strlen("{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"session/open\",\"params\":{}}\n"));
+    m = cli_recv(&c);
+    s = json_string_value(json_object_get(expect_result(m), "session"));
+    if (!s || strlen(s) >= sizeof sid || strpbrk(s, "\"\\"))
+        die("session/open gave no usable id");
+    strcpy(sid, s);
+    json_decref(m);
+    for (i = -warm; i < n; i++) {
+        int len = snprintf(line, sizeof line, "{\"jsonrpc\":\"2.0\",\"id\":%ld,\"method\":"
+                           "\"execute\",\"params\":{\"session\":\"%s\",\"code\":\"return 1+1\"}}\n",
+                           i + warm + 1, sid);
+        double t0 = now_us();
+        send_all(c.fd, line, (size_t)len);
+        m = cli_recv(&c);
+        if (i >= 0)
+            lat[i] = now_us() - t0;
+        check_two(m);
+        json_decref(m);
+    }
+    cli_close(&c);
+    print_latencies(lat, (size_t)n);
+    free(lat);
+}
+
+/* One execution making `calls` tool calls, each answered after delay_ms:
+ * under parallel() (par = 1) or one after another.  Prints elapsed_ms. */
+static void m_parallel(long calls, long delay_ms, int par)
+{
+    struct cli c;
+    char *req, out[65536];
+    struct pending { char id[128]; double due; } *pend = calloc((size_t)calls, sizeof *pend);
+    long npend = 0, seen = 0;
+    double t0;
+    int len;
+
+    if (!pend)
+        die("out of memory");
+    cli_open(&c, sock_path);
+    len = asprintf(&req,
+                   "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"execute\",\"params\":{"
+                   "\"code\":\"local fs = {} for i = 1, %ld do fs[i] = function() return T.f(i) end end "
+                   "local s = 0 %s return s\","
+                   "\"tools\":[{\"name\":\"T\",\"functions\":[\"f\"]}],\"timeout_ms\":600000}}\n",
+                   calls, par ? "for _, v in ipairs({parallel(table.unpack(fs))}) do s = s + v end"
+                              : "for i = 1, #fs do s = s + fs[i]() end");
+    if (len < 0)
+        die("out of memory");
+    t0 = now_us();
+    send_all(c.fd, req, (size_t)len);
+    for (;;) {
+        json_t *m;
+        double now = now_us(), next = -1;
+        size_t olen = 0;
+        long i;
+        /* answer what is due */
+        for (i = 0; i < npend; ) {
+            if (pend[i].due <= now) {
+                olen += (size_t)snprintf(out + olen, sizeof out - olen,
+                                         "{\"jsonrpc\":\"2.0\",\"id\":\"%s\",\"result\":1}\n",
+                                         pend[i].id);
+                pend[i] = pend[--npend];
+                continue;
+            }
+            if (next < 0 || pend[i].due < next)
+                next = pend[i].due;
+            i++;
+        }
+        if (olen)
+            send_all(c.fd, out, olen);
+        while ((m = cli_take(&c))) {
+            if (json_object_get(m, "method")) {
+                const char *sid = json_string_value(json_object_get(m, "id"));
+                if (!sid || strlen(sid) >= sizeof pend[0].id || strpbrk(sid, "\"\\") ||
+                    npend >= calls)
+                    die("tool/call without a sane id, or too many");
+                strcpy(pend[npend].id, sid);
+                pend[npend].due = now_us() + (double)delay_ms * 1000.0;
+                npend++;
+                seen++;
+                json_decref(m);
+                continue;
+            }
+            {
+                json_t *v = json_object_get(expect_result(m), "value");
+                double el = now_us() - t0;
+                if (!json_is_integer(v) || json_integer_value(v) != calls || seen != calls)
+                    die("parallel scenario: wrong value or call count");
+                printf("calls=%ld\ndelay_ms=%ld\nelapsed_ms=%.2f\n", calls, delay_ms, el / 1000.0);
+            }
+            json_decref(m);
+            cli_close(&c);
+            free(req);
+            free(pend);
+            return;
+        }
+        for (i = 0; i < npend; i++)     /* calls taken just now are due later */
+            if (next < 0 || pend[i].due < next)
+                next = pend[i].due;
+        {
+            struct pollfd p = { .fd = c.fd, .events = POLLIN };
+            int wait_ms = -1;
+            if (next >= 0) {
+                double w = (next - now_us()) / 1000.0;
+                wait_ms = w <= 0 ? 0 : (int)w + 1;
+            }
+            if (poll(&p, 1, wait_ms) > 0)
+                cli_fill(&c);
+        }
+    }
+}
+
 static void m_cpu(long repeat, const char *code, const char *limits)
 {
     struct cli c;
@@ -1045,7 +1171,8 @@ static void usage(void)
 {
     fputs("usage: loadgen MODE [-s SOCK] [-n N] [-c CONNS] [-p PID] [-e CODE] [-l LIMITS] [-b]\n"
           "modes: latency tput tools cpu idle workermem spawn-latency spawn-tput spawn-cpu "
-          "spawn-mem describe forkfloor relay payload payload-floor\n"
+          "spawn-mem describe forkfloor relay payload payload-floor session-latency parallel\n"
+          "sequential-calls (parallel/sequential-calls: -n CALLS -c DELAY_MS)\n"
           "payload modes: -k value|bindings -B BYTES\n", stderr);
     exit(2);
 }
@@ -1110,6 +1237,12 @@ int main(int argc, char **argv)
         m_forkfloor(n);
     else if (strcmp(mode, "relay") == 0)
         m_relay(n);
+    else if (strcmp(mode, "session-latency") == 0)
+        m_session_latency(n);
+    else if (strcmp(mode, "parallel") == 0)
+        m_parallel(n, conns, 1);
+    else if (strcmp(mode, "sequential-calls") == 0)
+        m_parallel(n, conns, 0);
     else if (strcmp(mode, "payload") == 0 && payload_bytes > 0)
         m_payload(n);
     else if (strcmp(mode, "payload-floor") == 0 && payload_bytes > 0)
