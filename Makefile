@@ -144,10 +144,13 @@ soak: all
 
 # The Node packages with Node's own test runner against the daemon in $(O):
 # client/node (the npm package sandboxd) and client/mcp (sandboxd-mcp, end to
-# end with real MCP servers from npm).  npm ci installs the committed lock
+# end with real MCP servers from npm), after a smoke run of bench/node_tools.mjs
+# (tiny counts: it only has to work).  npm ci installs the committed lock
 # file, only when node_modules is missing or older than the lock.
 NODE_SUITES := client/node client/mcp
 test-node: all client/mcp/node_modules/.package-lock.json
+	$(MAKE) -C bench loadgen
+	node bench/node_tools.mjs --smoke --sandboxd $(CURDIR)/$(O)/sandboxd
 	@set -e; for p in $(NODE_SUITES); do echo "== $$p"; \
 	  (cd $$p && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
 	   node --test test/*.test.mjs); done
