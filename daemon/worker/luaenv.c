@@ -403,8 +403,21 @@ enum luaenv_caught luaenv_catch(lua_State *L, int status)
         return LUAENV_CAUGHT_FATAL;
     if (status == LUA_ERRMEM) {
         if (refusal == LUAENV_REFUSED_STRING) {
+            size_t heap = e->used;
             lua_pushliteral(L, MSG_STRING);
             lua_replace(L, -2);
+            /* A string built in a luaL_Buffer leaves the buffer behind, and
+             * its memory goes only with its finalizer, which the emergency
+             * collection before the refusal does not run: without a full
+             * collection here the next such error would find the heap full
+             * of dead buffers.  Billed like any full collection. */
+#if !defined(MUTATE_STRING_COLLECT)
+            lua_gc(L, LUA_GCCOLLECT, 0);
+            bill_collection(e, heap);
+            if (e->fatal != LUAENV_FATAL_NONE)
+                return LUAENV_CAUGHT_FATAL;
+#endif
+            (void)heap;
             return LUAENV_CAUGHT_STRING;
         }
         set_fatal(e, LUAENV_FATAL_MEMORY);

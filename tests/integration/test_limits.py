@@ -262,9 +262,10 @@ def test_collections_billed(client, loop):
                        limits={"max_heap": 64 * 1024 * 1024, "max_reductions": 20000000},
                        timeout_ms=20000 * sbx.SCALE)
     assert r.kind == "reductions_limit" and r.data["stats"]["reductions"] > 20000000, r
-    # a single refusal, caught, is fine within the same budget
+    # a single refusal, caught, is fine within a budget of a few such collections
+    # (the emergency one, and the one that frees what the failed build left)
     v = client.value(GC_RETRY_SETUP + "return pcall(function() return s .. s end)",
-                     limits={"max_heap": 64 * 1024 * 1024, "max_reductions": 20000000})
+                     limits={"max_heap": 64 * 1024 * 1024, "max_reductions": 40000000})
     assert v == [False, "resulting string too large"], v
 
 
