@@ -78,3 +78,20 @@ def test_forbidden_calls_in_parallel(daemon):
         assert r.ok and r.result["value"] == k, r
     daemon.assert_no_leftovers()
     daemon.assert_alive()
+
+
+@pytest.mark.skipif(not FORBIDDEN, reason="no syscall table for this architecture")
+def test_forbidden_call_in_a_session_ends_it(daemon):
+    """A session chunk whose worker dies (crashed) ends the session
+    (CONTRACT section 9): data.session_closed, then session_not_found."""
+    c = daemon.client()
+    r = c.call("session/open", {})
+    assert r.ok, r
+    sid = r.result["session"]
+    assert c.execute("x = 1", session=sid).ok
+    r = c.execute("sandboxd_test.syscall(%d)" % FORBIDDEN[0][0], session=sid)
+    assert r.kind == "crashed" and r.data["session_closed"] is True, r
+    r = c.execute("return x", session=sid)
+    assert r.kind == "session_not_found", r
+    daemon.assert_no_leftovers()
+    assert c.value("return 1 + 1") == 2
