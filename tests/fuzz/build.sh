@@ -17,7 +17,8 @@ TARGETS=${*:-$TARGETS_ALL}
 PKG_CFLAGS=$(pkg-config --cflags lua5.3 jansson)
 PKG_LIBS=$(pkg-config --libs lua5.3 jansson)
 CFLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
--fno-omit-frame-pointer -std=c11 -D_GNU_SOURCE -DSANDBOXD_SANITIZE=1 -I. $PKG_CFLAGS"
+-fno-omit-frame-pointer -std=c11 -D_GNU_SOURCE -DSANDBOXD_SANITIZE=1 -I. $PKG_CFLAGS \
+-DRPC_PASS_MIN=16"     # lines above 16 bytes take the pass-through path (fuzz_ndjson_rpc)
 LIBS="$PKG_LIBS -lm"
 
 # The project sources each target links (only proto/ is needed: the unit

@@ -18,6 +18,10 @@
  *  - after each drain, ndjson_pending() <= max_line + 1, and at the end it is
  *    exactly the unfinished line (0 if that is too long);
  *  - the buffer never grows beyond what one maximal line plus one read needs.
+ * This build sets RPC_PASS_MIN low (build.sh), so lines above it take the
+ * pass-through path (validated without a tree, bindings and result kept as
+ * text): its verdict must be jansson's, and the raw members must parse to
+ * the members jansson builds.
  * Every line of the main reader goes through rpc_parse(); the fields of the
  * result are checked against jsonrpc.h, and the replies the daemon would
  * build from it (rpc_error_new / rpc_errorf_new / rpc_result_new /
@@ -180,6 +184,26 @@ static void rpc_line(const char *line, size_t len)
 
     rpc_parse(line, len, &m);
     id = m.root && json_is_object(m.root) ? json_object_get(m.root, "id") : NULL;
+    if (len > RPC_PASS_MIN) {   /* the pass-through path: same verdict, same bytes */
+        json_error_t je;
+        json_t *ref = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je), *rb;
+        CHECK((m.type == RPC_PARSE_ERROR) == (ref == NULL) || m.too_dense,
+              "large line: verdict differs from jansson");
+        if (ref && m.raw_bindings.p) {
+            rb = json_loadb(m.raw_bindings.p, m.raw_bindings.n, JSON_DECODE_ANY | JSON_ALLOW_NUL,
+                            &je);
+            CHECK(rb && json_equal(rb, json_object_get(json_object_get(ref, "params"), "bindings")),
+                  "raw bindings differ from the parsed member");
+            json_decref(rb);
+        }
+        if (ref && m.raw_result.p && m.type == RPC_RESPONSE) {
+            rb = json_loadb(m.raw_result.p, m.raw_result.n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+            CHECK(rb && json_equal(rb, json_object_get(ref, "result")),
+                  "raw result differs from the parsed member");
+            json_decref(rb);
+        }
+        json_decref(ref);
+    }
     switch (m.type) {
     case RPC_PARSE_ERROR:
         CHECK(m.root == NULL && m.why != NULL, "PARSE_ERROR fields");
