@@ -20,9 +20,10 @@ over the daemon's max_message_bytes are never sent (see _core).
 """
 
 import asyncio
-import concurrent.futures
 import contextvars
 import json
+import queue
+import threading
 
 from . import _core, errors
 from ._core import Execution, Info, Result
@@ -192,16 +193,41 @@ class _Conn(asyncio.BufferedProtocol):
                 line = _core.answer_line(tid, exc=e, info=self.info, ex=ex)
             self.write(line)
             return
-        ex.tasks.add(self.loop.create_task(self.run_tool(ex, tid, f, args)))
+        if f.is_async:
+            ex.tasks.add(self.loop.create_task(self.run_tool(ex, tid, f, args)))
+        else:
+            self.client._pool().submit(self._thread_job(ex, tid, f, args))
+
+    def _thread_job(self, ex, tid, f, args):
+        """The job for a plain-function tool: run in a tool thread, answered from
+        the loop (dropped when the execution has ended meanwhile)."""
+        ctx, loop, info = contextvars.copy_context(), self.loop, self.info
+
+        def job():
+            fatal = None
+            try:
+                line = _core.answer_line(tid, ctx.run(f.fn, *args), None, info, ex)
+            except Exception as e:
+                line = _core.answer_line(tid, exc=e, info=info, ex=ex)
+            except BaseException as e:              # SystemExit: end the execution, then it
+                fatal = e
+                line = _core.answer_line(tid, exc=errors.ToolAbort(
+                    "%s in the tool" % type(e).__name__), info=info, ex=ex)
+            try:
+                loop.call_soon_threadsafe(self._thread_done, ex, line, fatal)
+            except RuntimeError:
+                pass                                # the loop is closed
+        return job
+
+    def _thread_done(self, ex, line, fatal):
+        if not ex.done:
+            self.write(line)
+        if fatal is not None:
+            raise fatal
 
     async def run_tool(self, ex, tid, f, args):
         try:
-            if f.is_async:
-                v = await f.fn(*args)
-            else:
-                ctx = contextvars.copy_context()
-                v = await self.loop.run_in_executor(self.client._pool(), ctx.run, f.fn, *args)
-            line = _core.answer_line(tid, v, None, self.info, ex)
+            line = _core.answer_line(tid, await f.fn(*args), None, self.info, ex)
         except asyncio.CancelledError:
             raise
         except Exception as e:
@@ -259,6 +285,50 @@ class _Conn(asyncio.BufferedProtocol):
         self.write(_core.cancel_line(rid))
 
 
+class _ToolThreads:
+    """Up to n threads for the tools that are plain functions.  A job runs
+    the tool and encodes its answer in the thread; the loop only writes the
+    line (call_soon_threadsafe), with no future or task in between.  Threads
+    start when no idle one is left and end at shutdown()."""
+
+    def __init__(self, n):
+        self.n = max(1, n)
+        self.jobs = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.threads = 0
+        self.idle = 0                   # threads waiting for a job
+        self.queued = 0                 # jobs not taken yet
+
+    def submit(self, job):
+        with self.lock:
+            self.queued += 1
+            start = self.queued > self.idle and self.threads < self.n
+            if start:
+                self.threads += 1
+        if start:
+            threading.Thread(target=self._work, name="sandboxd-tool-%d" % self.threads,
+                             daemon=True).start()
+        self.jobs.put(job)
+
+    def _work(self):
+        while True:
+            with self.lock:
+                self.idle += 1
+            job = self.jobs.get()
+            with self.lock:
+                self.idle -= 1
+                self.queued -= 1
+            if job is None:
+                return
+            job()
+
+    def shutdown(self):
+        with self.lock:
+            self.queued += self.threads
+        for _ in range(self.threads):
+            self.jobs.put(None)
+
+
 def _call_hook(fn, text, loop):
     try:
         r = fn(text)
@@ -307,13 +377,12 @@ class AsyncClient:
         if c is not None:
             c.fail(errors.DaemonUnavailable("the client was closed"))
         if self._threads is not None:
-            self._threads.shutdown(wait=False, cancel_futures=True)
+            self._threads.shutdown()
             self._threads = None
 
     def _pool(self):
         if self._threads is None:
-            self._threads = concurrent.futures.ThreadPoolExecutor(
-                self.tool_threads, thread_name_prefix="sandboxd-tool")
+            self._threads = _ToolThreads(self.tool_threads)
         return self._threads
 
     async def _connection(self):

@@ -183,3 +183,24 @@ def test_daemon_session_required_but_absent(sock):
         s = c.session()                                     # falls back to bindings
         s.execute("x = 1")
         assert not s.stateful and s.execute("return x").value == 1
+
+
+def test_parallel_plain_functions_overlap_in_threads(sock, features):
+    need(features, "parallel")
+
+    def slow(i):
+        time.sleep(0.3)
+        if i == 3:
+            raise ValueError("three")
+        return i
+
+    async def main():
+        async with sandboxd.AsyncClient(sock, tool_threads=4) as c:
+            t0 = time.monotonic()
+            r = await c.execute("return parallel(function() return T.s(1) end, "
+                                "function() return T.s(2) end, "
+                                "function() return select(2, pcall(T.s, 3)) end)",
+                                tools={"T": {"s": slow}})
+            assert r.value == [1, 2, "T.s: ValueError: three"]
+            assert time.monotonic() - t0 < 0.8
+    asyncio.run(main())
