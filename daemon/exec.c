@@ -550,11 +550,21 @@ static void on_tool_call(struct exec *e, const struct exec_evdata *d)
     const char *tname = rpc_cstring(json_object_get(d->json, "tool"));
     const char *fname = rpc_cstring(json_object_get(d->json, "function"));
     struct exec_call *pc;
+    struct jp_splice sp = { d->raw };
+    size_t nargs = json_array_size(args);
     json_t *id, *req;
 
+    if (d->raw.p) {             /* large args pass through: count them */
+        struct jp_iter it;
+        struct jp_span k, v;
+        nargs = 0;
+        if (jp_iter_init(&it, d->raw) == 0)
+            while (jp_iter_next(&it, &k, &v))
+                nargs++;
+    }
     if (e->op == OP_CHECK || !tname || !fname || !json_is_array(args) ||
         !(fn = find_function(e->tools, tname, fname, &tool)) ||
-        !arity_allowed(fn, json_array_size(args))) {
+        !arity_allowed(fn, nargs)) {
         wproc_violation(e->w, "tool call that the job does not allow");
         return;
     }
@@ -582,12 +592,13 @@ static void on_tool_call(struct exec *e, const struct exec_evdata *d)
     snprintf(pc->id, sizeof pc->id, "sbx-%llu-%u", (unsigned long long)e->seq, e->call_seq);
     id = json_string(pc->id);
     req = rpc_request_new(id, "tool/call",
-                          json_pack("{s:O,s:s,s:O,s:s,s:O}", "execution_id", e->req_id,
+                          json_pack("{s:O,s:s,s:O,s:s,s:o}", "execution_id", e->req_id,
                                     "tool", tname, "module", json_object_get(tool, "module"),
-                                    "function", fname, "args", args));
+                                    "function", fname, "args",
+                                    d->raw.p ? jp_token(0) : json_incref((json_t *)args)));
     json_decref(id);
     e->state = ST_WAIT_TOOL;
-    if (!req || conn_send(e->conn, req) < 0) {
+    if (!req || conn_send_spliced(e->conn, req, &sp, d->raw.p != NULL) < 0) {
         json_decref(req);
         return;     /* the connection is gone; its close cancelled us */
     }

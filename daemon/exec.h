@@ -87,7 +87,8 @@ struct exec_evdata {
     int has_syscall;
     long syscall;
     /* raw JSON passed through (proto/jsonpass.h; p NULL: none): XE_TOOL_OK
-     * the tool's answer; XE_RESULT the value and the bindings */
+     * the tool's answer; XE_TOOL_CALL its args; XE_RESULT the value and the
+     * bindings */
     struct jp_span raw, raw_value, raw_bindings;
 };
 

@@ -237,13 +237,14 @@ static int wproc_too_dense(struct wproc *w, enum exec_ev ev)
 }
 
 /*
- * A large CHAN_RESULT: validated without a tree (proto/jsonpass), its value
- * and bindings kept as text in d (they only pass on to the client), the
- * rest built under the frame's budget.  binding_names is dropped: the
- * supervisor derives the names itself.  NULL when invalid or (*dense) over
- * the budget.
+ * A large CHAN_RESULT or CHAN_TOOL_CALL: validated without a tree
+ * (proto/jsonpass), what only passes on to the client kept as text in d (a
+ * result's value and bindings, a call's args), the rest built under the
+ * frame's budget.  A result's binding_names is dropped: the supervisor
+ * derives the names itself.  NULL when invalid or (*dense) over the budget.
  */
-static json_t *result_envelope(const char *p, size_t len, struct exec_evdata *d, int *dense)
+static json_t *frame_envelope(const char *p, size_t len, enum exec_ev ev, struct exec_evdata *d,
+                              int *dense)
 {
     size_t budget = rpc_tree_budget(len);
     struct jp_span v = jp_trim(p, len), k, m;
@@ -261,15 +262,20 @@ static json_t *result_envelope(const char *p, size_t len, struct exec_evdata *d,
             goto fail;
         name = json_string_value(key);
         val = NULL;
-        if (strcmp(name, "value") == 0) {
+        if (ev == XE_TOOL_CALL && strcmp(name, "args") == 0 && m.p[0] == '[') {
+            d->raw = m;
+            val = json_array();
+        } else if (ev == XE_RESULT && strcmp(name, "value") == 0) {
             d->raw_value = m;
             val = json_null();
-        } else if (strcmp(name, "bindings") == 0 && m.p[0] == '[') {
+        } else if (ev == XE_RESULT && strcmp(name, "bindings") == 0 && m.p[0] == '[') {
             d->raw_bindings = m;
             val = json_array();
-        } else if (strcmp(name, "binding_names") != 0) {
+        } else if (ev != XE_RESULT || strcmp(name, "binding_names") != 0) {
             if (strcmp(name, "bindings") == 0)
                 d->raw_bindings = (struct jp_span){ NULL, 0 };
+            if (strcmp(name, "args") == 0)
+                d->raw = (struct jp_span){ NULL, 0 };
             val = rpc_loadb_budget(m.p, m.n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr, &budget,
                                    dense);
             if (!val) {
@@ -286,7 +292,7 @@ static json_t *result_envelope(const char *p, size_t len, struct exec_evdata *d,
     return obj;
 fail:
     json_decref(obj);
-    d->raw_value = d->raw_bindings = (struct jp_span){ NULL, 0 };
+    d->raw = d->raw_value = d->raw_bindings = (struct jp_span){ NULL, 0 };
     return NULL;
 }
 
@@ -321,9 +327,9 @@ static void wproc_frame(struct wproc *w, uint32_t type, const unsigned char *pay
 #if defined(MUTATE_PASS_THROUGH)
         if (0)                          /* mutant: every frame becomes a tree */
 #else
-        if (ev == XE_RESULT && len > RPC_PASS_MIN)
+        if ((ev == XE_RESULT || ev == XE_TOOL_CALL) && len > RPC_PASS_MIN)
 #endif
-            j = result_envelope((const char *)payload, len, &d, &dense);
+            j = frame_envelope((const char *)payload, len, ev, &d, &dense);
         else
             j = rpc_loadb_bounded((const char *)payload, len, JSON_ALLOW_NUL, &jerr, &dense);
         if (dense && wproc_too_dense(w, ev))

@@ -605,6 +605,32 @@ def test_dense_result_passes_through_within_its_memory_budget(daemon_factory):
     assert after <= 2 * 9e6, after / 9e6
 
 
+@pytest.mark.skipif(os.environ.get("SANDBOXD_SANITIZE") == "1",
+                    reason="measures glibc's heap; ASan's allocator keeps freed memory")
+def test_dense_tool_args_pass_through_within_their_memory_budget(daemon_factory):
+    """A tool call whose argument holds 3 million references to one table
+    (3 million `[]`, 9 MB) reaches the client whole, the supervisor's peak
+    under 8x: the args pass through as bytes, counted for the arity check."""
+    d = daemon_factory(daemon={"max_message_bytes": DENSE})
+    c = d.client(timeout=120 * SCALE)
+    c.ping()
+    state = {}
+    tools = [{"name": "Echo", "functions": [{"name": "take", "arities": [1]}]}]
+
+    def send():
+        state["r"] = c.execute("local t, r = {}, {} for i = 1, 3000000 do r[i] = t end "
+                               "return Echo.take(r)", tools=tools,
+                               handlers={"Echo.take": lambda a: len(a[0])},
+                               limits={"max_heap": 500000000}, timeout_ms=100000,
+                               timeout=120 * SCALE)
+        c.ping()
+    peak, after = _peak_growth(d, send)
+    r = state["r"]
+    print("dense args: peak growth %.1fx, after %.1fx of 9 MB" % (peak / 9e6, after / 9e6))
+    assert r.ok and r.result["value"] == 3000000, r
+    assert peak <= 8 * 9e6, peak / 9e6
+
+
 def test_job_larger_than_a_worker_reads(daemon_factory):
     """With max_message_bytes above what a worker reads (64 MiB), a job that
     would exceed it is answered invalid_params instead of being sent to a
