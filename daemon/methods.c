@@ -355,6 +355,20 @@ static void m_chunk(struct conn *c, const struct rpc_msg *m, const json_t *code)
                 &lim, json_is_true(stream), json_is_true(rb), 0);
 }
 
+/* How many sessions may be open: max_sessions, and never every one of
+ * max_workers.  Each session holds a slot while idle, so sessions holding
+ * them all would leave every execute and session/open queued, with no clock,
+ * until one closes (idle_timeout_ms may be a day). */
+static unsigned session_cap(const struct sup *s)
+{
+    unsigned keep = s->cfg.max_workers > 0 ? s->cfg.max_workers - 1 : 0;
+
+#if defined(MUTATE_SESSION_SLOT)
+    keep = s->cfg.max_workers;          /* mutant: sessions may hold every slot */
+#endif
+    return s->cfg.max_sessions < keep ? s->cfg.max_sessions : keep;
+}
+
 static void m_session_open(struct conn *c, const struct rpc_msg *m)
 {
     struct sup *s = c->sup;
@@ -403,10 +417,12 @@ static void m_session_open(struct conn *c, const struct rpc_msg *m)
                         "a request with this id is still running on this connection");
         return;
     }
-    if (s->n_sessions >= s->cfg.max_sessions) {
+    if (s->n_sessions >= session_cap(s)) {
         conn_send_error(c, m->id, "busy", json_pack("{s:I}", "max_sessions",
-                        (json_int_t)s->cfg.max_sessions),
-                        "%u sessions are open (max_sessions)", s->n_sessions);
+                        (json_int_t)session_cap(s)),
+                        "%u sessions are open (max_sessions %u, and one of max_workers %u is "
+                        "kept for executions)", s->n_sessions, s->cfg.max_sessions,
+                        s->cfg.max_workers);
         return;
     }
     if (!(tools = norm_tools(json_object_get(p, "tools"), &index, err, sizeof err))) {

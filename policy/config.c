@@ -749,7 +749,13 @@ size_t config_answer_max(const struct config *c)
     uint64_t out = c->ceilings.max_output_bytes;
     size_t n = sat_add((size_t)1 << 20, c->max_message_bytes);
 
-    n = sat_add(n, out > UINT64_MAX / 6 ? UINT64_MAX : out * 6);
+#if !defined(MUTATE_STREAM_RESERVE)
+    /* the output twice: with stream_output it goes out in execution/output
+     * notifications and again in the answer's output */
+    n = sat_add(n, out > UINT64_MAX / 12 ? UINT64_MAX : out * 12);
+#else
+    n = sat_add(n, out > UINT64_MAX / 6 ? UINT64_MAX : out * 6);  /* mutant: once */
+#endif
     n = sat_add(n, c->ceilings.max_bindings_bytes);
     return sat_add(n, c->ceilings.max_bindings_bytes);
 }
@@ -766,7 +772,7 @@ static void check_backlog(struct parse *p)
         return;
     if (sb->line)
         report(p, sb->line, "max_backlog_bytes %zu is below the largest answer the limits "
-               "allow, %zu (6 x max_output_bytes + max_message_bytes + 2 x max_bindings_bytes "
+               "allow, %zu (12 x max_output_bytes + max_message_bytes + 2 x max_bindings_bytes "
                "of the ceilings + 1M)", c->max_backlog_bytes, need);
     else
         c->max_backlog_bytes = need;

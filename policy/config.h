@@ -82,7 +82,8 @@ typedef void (*config_error_fn)(void *ctx, const char *file, int line, const cha
 
 void config_defaults(struct config *c);
 /* The largest answer one execution can produce under c's ceilings: output
- * escaped six-fold (a control byte prints as \u00XX), the value, the
+ * escaped six-fold (a control byte prints as \u00XX), twice (the live
+ * execution/output notifications and the answer's output), the value, the
  * bindings and binding_names, plus 1 MiB for the rest. */
 size_t config_answer_max(const struct config *c);
 int  config_load(struct config *c, const char *path, config_error_fn err, void *ctx);

@@ -589,3 +589,65 @@ def test_compromised_worker_more_calls_than_slots(daemon):
     c.close()
     wait_state(daemon, "sessions", 0)
     daemon.assert_no_leftovers()
+
+
+# ------------------------------------------------ the answer backlog, streamed
+
+def test_streamed_answer_fits_the_least_backlog(daemon_factory):
+    # max_backlog_bytes at the least the config accepts for these ceilings:
+    # one streamed execution's notifications and its answer together (1 MiB
+    # of control bytes, escaped six-fold, twice) must reach a client that
+    # reads them a moment later, not close its connection
+    m = 1 << 20
+    least = m + m + 12 * m + 2 * m
+    d = daemon_factory(daemon={"max_message_bytes": m, "max_backlog_bytes": least},
+                       ceilings={"max_output_bytes": m, "max_bindings_bytes": m},
+                       defaults={"max_output_bytes": m, "max_bindings_bytes": m})
+    c = d.client(timeout=30 * sbx.SCALE)
+    i = c.send_execute("print(('\\1'):rep(%d)) return 1" % (m - 1), stream_output=True)
+    d.wait_log(r"outcome=ok")
+    time.sleep(0.2)                     # the answer is queued behind the notifications
+    r = c.wait(i)
+    assert r.ok and len(r.result["output"]) == m, r
+    assert "".join(c.output_notes(i)) == r.result["output"]
+    assert "closing the connection" not in d.stderr
+    c.close()
+
+
+def test_backlog_below_the_streamed_answer_is_refused(daemon_factory):
+    m = 1 << 20
+    d = daemon_factory(start=False, check_stop=False, daemon={"max_message_bytes": m,
+                                            "max_backlog_bytes": m + m + 6 * m + 2 * m},
+                       ceilings={"max_output_bytes": m, "max_bindings_bytes": m},
+                       defaults={"max_output_bytes": m, "max_bindings_bytes": m})
+    with pytest.raises(pytest.fail.Exception):
+        d.start(ready_timeout=3 * sbx.SCALE)
+    assert "12 x max_output_bytes" in d.stderr, d.stderr
+
+
+# ------------------------------------------- sessions and the worker slots
+
+def test_sessions_never_hold_every_worker(daemon_factory):
+    # max_workers 2 with the default max_sessions (8): idle sessions holding
+    # both slots would leave every stateless execute (and every further
+    # session/open) queued with no clock until a session closes (up to a day
+    # of idle_timeout_ms)
+    d = daemon_factory(daemon={"max_workers": 2})
+    with d.client(timeout=10 * sbx.SCALE) as c:
+        sid = open_session(c, idle_timeout_ms=86400000)
+        r = c.call("session/open", {"idle_timeout_ms": 86400000})
+        assert r.kind == "busy" and r.data["max_sessions"] == 1, r
+        for _ in range(3):
+            r = c.execute("return 1", timeout_ms=int(2000 * sbx.SCALE))
+            assert r.ok and r.result["value"] == 1, r
+        assert chunk_ok(c, sid, "return 2")["value"] == 2
+        c.call("session/close", {"session": sid})
+        open_session(c)
+
+
+def test_one_worker_has_no_sessions(daemon_factory):
+    d = daemon_factory(daemon={"max_workers": 1})
+    with d.client() as c:
+        r = c.call("session/open", {})
+        assert r.kind == "busy" and r.data["max_sessions"] == 0, r
+        assert c.value("return 1") == 1

@@ -508,21 +508,25 @@ def test_client_that_stops_reading_is_disconnected(daemon_factory):
 
 
 def test_max_backlog_bytes_bounds_all_connections(daemon_factory):
-    """Two peers that do not read, 18 and 24 MiB of answers, against a total
-    of 40 MiB: the connection holding the most is closed at once (its
-    queue freed); the other still gets its whole answer."""
+    """Three peers that do not read, 18, 24 and 18 MiB of answers, against a
+    total of 56 MiB (the least these ceilings allow: one answer's output
+    twice, streamed and answered): the connection holding the most is closed
+    at once (its queue freed); the others still get their whole answers."""
     cfg = dict(SMALL_ANSWERS)
-    cfg["daemon"] = dict(SMALL_ANSWERS["daemon"], max_backlog_bytes=40 << 20)
+    cfg["daemon"] = dict(SMALL_ANSWERS["daemon"], max_backlog_bytes=56 << 20)
     d = daemon_factory(**cfg)
     a = _raw_execute(d.socket_path, PRINT_CONTROL % 48, {"max_output_bytes": 4 << 20})
     d.wait_log(r"outcome=ok")
     b = _raw_execute(d.socket_path, PRINT_CONTROL % 64, {"max_output_bytes": 4 << 20})
-    d.wait_log(r"above max_backlog_bytes 41943040; closing the connection with the most")
+    d.wait_log(r"(?s)outcome=ok.*outcome=ok")
+    c = _raw_execute(d.socket_path, PRINT_CONTROL % 48, {"max_output_bytes": 4 << 20})
+    d.wait_log(r"above max_backlog_bytes 58720256; closing the connection with the most")
     with pytest.raises(sbx.ConnectionClosed):
         _read_line(b, 10 * SCALE)
-    r = json.loads(_read_line(a, 30 * SCALE))
-    assert len(r["result"]["output"]) == 3 << 20
-    a.close()
+    for s in (a, c):
+        r = json.loads(_read_line(s, 30 * SCALE))
+        assert len(r["result"]["output"]) == 3 << 20
+        s.close()
     b.close()
 
 

@@ -570,21 +570,22 @@ static void test_cross_key_errors(void **state)
         assert_int_equal(c.max_input_bytes, ((size_t)2 << 30) + 2);
         config_free(&c);
     }
-    /* the answer backlog holds the largest answer: 1M + 16M + 6 x 16M + 2 x 16M */
-    expect_one_error("[daemon]\nmax_backlog_bytes = 100M\n", 2,
-                     "max_backlog_bytes 104857600 is below the largest answer the limits "
-                     "allow, 152043520");
+    /* the answer backlog holds the largest answer: 1M + 16M + 12 x 16M + 2 x 16M
+     * (the output escaped six-fold, streamed and answered) */
+    expect_one_error("[daemon]\nmax_backlog_bytes = 200M\n", 2,
+                     "max_backlog_bytes 209715200 is below the largest answer the limits "
+                     "allow, 252706816");
     {
         struct config c;
         struct errs e;
 
         config_defaults(&c);
-        assert_int_equal(load_text(&c, "[daemon]\nmax_backlog_bytes = 145M\n", &e), 0);
-        assert_int_equal(c.max_backlog_bytes, (size_t)145 << 20);
+        assert_int_equal(load_text(&c, "[daemon]\nmax_backlog_bytes = 241M\n", &e), 0);
+        assert_int_equal(c.max_backlog_bytes, (size_t)241 << 20);
         config_free(&c);
         config_defaults(&c);
         assert_int_equal(load_text(&c, "[ceilings]\nmax_output_bytes = 1G\n", &e), 0);
-        assert_int_equal(c.max_backlog_bytes, ((size_t)6 << 30) + ((size_t)49 << 20));
+        assert_int_equal(c.max_backlog_bytes, ((size_t)12 << 30) + ((size_t)49 << 20));
         config_free(&c);
     }
     expect_one_error("[defaults]\nmax_heap = 2G\n", 2,
