@@ -250,3 +250,27 @@ def test_parallel_is_not_a_binding_and_not_a_tool_name(client):
 
 def test_describe_has_parallel(client):
     assert "parallel" in client.call("describe").result["features"]
+
+
+def test_many_branches_answered_in_random_order(client):
+    import random
+    rng = random.Random(11)
+    n = 40
+    i = client.send_execute(
+        "local fs = {} for k = 1, %d do fs[k] = function()"
+        "  local a = T.f(k) local b = T.g(a) return a * 1000 + b end end "
+        "return {parallel(table.unpack(fs))}" % n,
+        tools=[T], handlers={"T.f": lambda a: NO_REPLY, "T.g": lambda a: NO_REPLY})
+    answered = 0
+    while answered < 2 * n:
+        client.wait_deferred(answered + 1)
+        client.pump(0.05)
+        waiting = [x for x in client.deferred if not x.answered]
+        assert len(waiting) <= 16, len(waiting)      # max_parallel_calls, the default
+        x = rng.choice(waiting)
+        client.reply(x, result=x.args[0] + (0 if x.function == "f" else 1))
+        answered += 1
+    r = client.wait(i)
+    assert r.ok, r
+    assert r.result["value"] == [k * 1000 + k + 1 for k in range(1, n + 1)]
+    assert r.result["stats"]["tool_calls"] == 2 * n
