@@ -3,6 +3,7 @@ between chunks; per-chunk limits, max_heap for the whole state; the
 end-of-session rules; snapshot, close, idle timeout, max_sessions; sessions
 belong to their connection."""
 
+import os
 import time
 
 import pytest
@@ -361,3 +362,22 @@ def test_prompt_info_session_mode(client):
     assert "functions" in sess["constraints"] and "metatables" in sess["constraints"]
     assert "This is a session" not in plain["constraints"]
     assert "parallel(" in plain["constraints"] and "parallel(" in sess["constraints"]
+
+
+def test_stop_does_not_wait_for_idle_sessions(daemon_factory):
+    """SIGTERM ends idle sessions at once: they are not running executions,
+    so the shutdown grace period is not spent waiting for them."""
+    import signal
+    import subprocess
+    d = daemon_factory(daemon={"shutdown_grace_ms": 60000})
+    c = d.client()
+    sid = open_session(c)
+    chunk_ok(c, sid, "x = 1")
+    t0 = time.monotonic()
+    os.kill(d.pid, signal.SIGTERM)
+    try:
+        d.proc.wait(10 * sbx.SCALE)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("the daemon waited for an idle session")
+    assert d.proc.returncode == 0
+    assert time.monotonic() - t0 < 10 * sbx.SCALE
