@@ -357,12 +357,38 @@ static void deadline_cb(struct ev_loop *loop, ev_timer *t, int revents)
 /* The CPU budget is checked against the worker's CPU clock.  CPU time never
  * runs ahead of wall time, so the timer first fires after cpu_ms of wall
  * time and re-arms for whatever budget is left. */
+/* Between chunks a session's worker waits in read(2) for its next job and
+ * uses no CPU; one that does is no longer running the worker's code.  The
+ * idle clock is checked every IDLE_CPU_CHECK s; past IDLE_CPU_MAX_US since
+ * the chunk ended (its teardown, a free of a large end frame, fits many
+ * times over) the worker is killed as a protocol violation.  Without this,
+ * nothing would bound its CPU until idle_timeout_ms: cpu_ms is per chunk,
+ * and the soft RLIMIT_CPU of a session is raised by the worker itself. */
+#define IDLE_CPU_CHECK  1.0
+#define IDLE_CPU_MAX_US 500000u
+
+static void idle_cpu_arm(struct exec *e)
+{
+#if !defined(MUTATE_IDLE_CPU)
+    e->cpu_base_us = worker_cpu_raw(e);
+    ev_timer_set(&e->cpu_timer, IDLE_CPU_CHECK, IDLE_CPU_CHECK);
+    ev_timer_start(e->sup->loop, &e->cpu_timer);
+#else
+    (void)e;                            /* mutant: an idle worker's CPU is free */
+#endif
+}
+
 static void cpu_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
     struct exec *e = t->data;
     uint64_t used_ms = worker_cpu_us(e) / 1000;
     (void)revents;
 
+    if (e->state == ST_IDLE) {
+        if (worker_cpu_us(e) > IDLE_CPU_MAX_US && e->w)
+            wproc_violation(e->w, "CPU time used between chunks");
+        return;
+    }
     if (used_ms >= e->lim.cpu_ms) {
         exec_event(e, XE_CPU, NULL);
         return;
@@ -441,6 +467,7 @@ static void session_idle(struct exec *e)
     }
     ev_timer_set(&e->idle_timer, e->idle_timeout, 0.);
     ev_timer_start(e->sup->loop, &e->idle_timer);
+    idle_cpu_arm(e);
 }
 
 /* IDLE -> RUNNING: send the chunk (or snapshot) job and start its clocks. */
@@ -450,6 +477,7 @@ static void session_run(struct exec *e, const struct exec_evdata *d)
     int rc;
 
     ev_timer_stop(s->loop, &e->idle_timer);
+    ev_timer_stop(s->loop, &e->cpu_timer);      /* the idle check */
     e->req_id = json_deep_copy(d->id);
     e->lim = *d->lim;
     e->stream = d->stream;

@@ -651,3 +651,66 @@ def test_one_worker_has_no_sessions(daemon_factory):
         r = c.call("session/open", {})
         assert r.kind == "busy" and r.data["max_sessions"] == 0, r
         assert c.value("return 1") == 1
+
+
+def make_spin(pid):
+    """pid sleeps in read(2) on its channel between chunks: make it spin in
+    user space instead (`jmp .` written over its next instruction), as a
+    compromised worker would, burning CPU while the supervisor counts it idle."""
+    import ctypes
+    import struct
+    from test_containment import (ORIG_RAX, PTRACE_GETREGS, PTRACE_SETREGS, PTRACE_DETACH,
+                                  PTRACE_SEIZE, PTRACE_INTERRUPT, WALL, UserRegs, _libc,
+                                  wait_in_read)
+    if os.geteuid() != 0 or os.uname().machine != "x86_64":
+        pytest.skip("needs root (ptrace of a worker under another uid) and x86_64")
+    rip, ptrace_peektext, ptrace_poketext = 16, 1, 4
+    wait_in_read(pid)
+    libc = _libc()
+    if libc.ptrace(PTRACE_SEIZE, pid, None, None) != 0:
+        pytest.skip("ptrace not permitted here: %s" % os.strerror(ctypes.get_errno()))
+    try:
+        assert libc.ptrace(PTRACE_INTERRUPT, pid, None, None) == 0
+        _, status = os.waitpid(pid, WALL)
+        assert os.WIFSTOPPED(status), status
+        regs = UserRegs()
+        assert libc.ptrace(PTRACE_GETREGS, pid, None, ctypes.byref(regs)) == 0
+        at = regs.r[rip]
+        word = libc.ptrace(ptrace_peektext, pid, ctypes.c_void_p(at), None)
+        spun = struct.unpack("<q", b"\xeb\xfe" + struct.pack("<q", word)[2:])[0]
+        assert libc.ptrace(ptrace_poketext, pid, ctypes.c_void_p(at),
+                           ctypes.c_void_p(spun)) == 0, os.strerror(ctypes.get_errno())
+        regs.r[ORIG_RAX] = ctypes.c_ulong(-1).value     # no restart of the read
+        assert libc.ptrace(PTRACE_SETREGS, pid, None, ctypes.byref(regs)) == 0
+    finally:
+        libc.ptrace(PTRACE_DETACH, pid, None, None)
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_compromised_session_worker_spinning_while_idle(daemon):
+    # cpu_ms is per chunk and nothing runs between chunks: a session worker
+    # that uses CPU while idle is no longer the worker the supervisor
+    # started.  It is killed and its session ends, instead of burning CPU
+    # for up to idle_timeout_ms (a day), outside every budget.
+    c = daemon.client()
+    before = set(daemon.worker_pids())
+    sid = open_session(c, idle_timeout_ms=3600000)
+    chunk_ok(c, sid, "x = 1")
+    pid = session_worker(daemon, before)
+    start = cpu_seconds(pid)
+    make_spin(pid)
+    deadline = time.monotonic() + 5 * sbx.SCALE
+    while cpu_seconds(pid) - start < 0.1:
+        assert time.monotonic() < deadline, "the worker does not spin"
+        time.sleep(0.05)
+    daemon.wait_log(r"protocol violation: CPU time used between chunks", timeout=10 * sbx.SCALE)
+    assert_closed(c, sid)
+    c.ping()
+    c.close()
+    wait_state(daemon, "sessions", 0)
+    daemon.assert_no_leftovers()
