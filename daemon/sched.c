@@ -218,10 +218,10 @@ void sched_supply_failed(struct sup *s, const char *fmt, ...)
     delay = 0;      /* test-only mutant (tests/mutation): retry at once, forever */
 #endif
     s->supply_hold = ev_now(s->loop) + delay;
-    /* A failure in a row is logged (the back-off bounds those); a lone one
-     * between successes (descriptors that come and go) once a second at
-     * most, with the count of those not logged. */
-    if (s->supply_fails >= 2 || ev_now(s->loop) - s->supply_logged >= 1.0) {
+    /* From SUPPLY_FAIL_LIMIT in a row every failure is logged (the back-off
+     * bounds those); short streaks between successes (descriptors that come
+     * and go) once a second at most, with the count of those not logged. */
+    if (supply_down(s) || ev_now(s->loop) - s->supply_logged >= 1.0) {
         log_err("%s; next attempt in %.0f ms (%u failures in a row, %u not logged since the last "
                 "report)", s->supply_why, delay * 1e3, s->supply_fails, s->supply_quiet);
         s->supply_logged = ev_now(s->loop);
@@ -399,8 +399,17 @@ void sched_reap(struct sup *s)
     struct rusage ru;
 
     zygote_poll(s);     /* hand-overs first, so every reaped pid is known */
-    while ((pid = wait4(-1, &status, WNOHANG, &ru)) > 0) {
+    while ((pid = wait4(-1, &status, WNOHANG | WUNTRACED, &ru)) > 0) {
         struct wproc *w;
+        if (WIFSTOPPED(status)) {
+            /* a stop report, not an exit: a pooled worker is replaced now
+             * (a running one is left to its execution's clocks) */
+#if !defined(MUTATE_POOL_LIVENESS)
+            if ((w = wproc_find(s, pid)) && list_linked(&w->pool_node))
+                pool_discard(s, w, "was stopped");
+#endif
+            continue;
+        }
         if (pid == s->zygote_pid) {
             zygote_died(s, status);
             continue;

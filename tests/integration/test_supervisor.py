@@ -344,7 +344,8 @@ def test_stopped_pool_workers_are_never_handed_a_job(daemon_factory):
     r = c.execute("return 'fresh'", timeout_ms=3000 * SCALE, timeout=10 * SCALE)
     assert r.ok and r.result["value"] == "fresh", r
     wait_gone(pool)
-    d.wait_log(r"pooled worker (%d|%d) is stopped or dead; replacing it" % tuple(pool))
+    d.wait_log(r"pooled worker (%d|%d) (is stopped or dead|was stopped); replacing it"
+               % tuple(pool))
     d.assert_no_leftovers(allowed_idle=2)
 
 
