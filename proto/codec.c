@@ -82,7 +82,9 @@ size_t codec_utf8_complete(const char *s, size_t len)
             i--;
             continue;
         }
-        need = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC0 ? 2 : 1;
+        if (ch < 0xC2 || ch > 0xF4)
+            return len;             /* never a lead byte: nothing to wait for */
+        need = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : 2;
         return len - (i - 1) < need ? i - 1 : len;
     }
     return len;

@@ -116,3 +116,15 @@ def test_stream_several_executions_apart(client):
 
 def test_describe_has_stream_output(client):
     assert "stream_output" in client.call("describe").result["features"]
+
+
+def test_stream_coalesces_a_trickle(client):
+    # a print every ~2 ms for about half a second: the notifications follow
+    # the 20 ms coalescing window, not the prints
+    r = client.execute("for i = 1, 250 do print(i) local t = os.clock() "
+                       "while os.clock() - t < 0.002 do end end return 1",
+                       stream_output=True, timeout_ms=60000 * sbx.SCALE)
+    assert r.ok, r
+    notes = notes_of(client, r.id)
+    assert "".join(notes) == r.result["output"]
+    assert len(notes) < 125, "%d notifications for 250 prints" % len(notes)

@@ -143,6 +143,21 @@ static void test_strings(void **state)
 
 /* Our validator and jansson's must agree, or json_stringn_nocheck would
  * accept text jansson itself refuses. */
+/* codec_utf8_complete: where streamed output may be cut. */
+static void test_utf8_complete(void **state)
+{
+    static const struct { const char *s; size_t keep; } cases[] = {
+        {"", 0}, {"abc", 3}, {"a\xc3\xa9", 3}, {"a\xc3", 1},            /* é whole, cut */
+        {"\xe2\x82\xac", 3}, {"x\xe2\x82", 1}, {"x\xe2", 1},            /* € */
+        {"\xf0\x9f\x98\x80", 4}, {"\xf0\x9f\x98", 0}, {"y\xf0\x9f", 1}, /* 😀 */
+        {"\x80\x80\x80\x80", 4},                                         /* not UTF-8: kept */
+        {"a\xff", 2},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assert_int_equal(codec_utf8_complete(cases[i].s, strlen(cases[i].s)), cases[i].keep);
+}
+
 static void test_utf8_agrees_with_jansson(void **state)
 {
     static const char *const cases[] = {
@@ -519,6 +534,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_scalars, setup, teardown),
         cmocka_unit_test_setup_teardown(test_strings, setup, teardown),
         cmocka_unit_test(test_utf8_agrees_with_jansson),
+        cmocka_unit_test(test_utf8_complete),
         cmocka_unit_test(test_string_new),
         cmocka_unit_test_setup_teardown(test_tables, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cycles, setup, teardown),
