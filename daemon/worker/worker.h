@@ -10,7 +10,11 @@
  * worker_run() reads exactly one CHAN_JOB frame, runs it in the Lua state the
  * zygote prepared, relays tool calls and print output over the channel, sends
  * exactly one CHAN_RESULT or CHAN_ERROR frame, then blocks on the channel
- * until the supervisor kills it (or closes its end: _exit(0)).  It never
+ * until the supervisor kills it (or closes its end: _exit(0)).  A "session"
+ * job is the exception: after its end frame the worker reads "chunk" and
+ * "snapshot" jobs and runs them in the same state, one end frame each, until
+ * it is killed; a chunk that ends with a limit ends that loop (it then waits
+ * to be killed).  Tool calls and parallel(): daemon/worker/calls.h.  It never
  * returns and never calls lua_close (finalizers would run with hooks off).
  * Payload schemas: docs/architecture.md, section "Channel".
  */
