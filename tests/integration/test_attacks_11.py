@@ -714,3 +714,35 @@ def test_compromised_session_worker_spinning_while_idle(daemon):
     c.close()
     wait_state(daemon, "sessions", 0)
     daemon.assert_no_leftovers()
+
+
+def test_poisoned_globals_metatable_in_a_session(client):
+    # _G's own metatable made hostile: snapshots and return_bindings read
+    # the globals raw, and a chunk's own global access runs the metamethods
+    # under its limits
+    sid = open_session(client, limits={"max_reductions": 1000000})
+    chunk_ok(client, sid, "x = 1 local function spin() while true do end end "
+                          "setmetatable(_G, {__index = spin, __newindex = spin, __pairs = spin, "
+                          "__len = spin, __metatable = 'no'})")
+    r = chunk_ok(client, sid, "rawset(_G, 'y', 2) return 1", return_bindings=True)
+    assert r["bindings"] == [["x", 1], ["y", 2]] or set(r["binding_names"]) == {"x", "y"}, r
+    snap = client.call("session/snapshot", {"session": sid})
+    assert snap.ok and set(snap.result["binding_names"]) == {"x", "y"}, snap
+    r = chunk(client, sid, "return undefined_global")
+    assert r.kind == "reductions_limit" and r.data["session_closed"] is True, r
+
+
+def test_old_coroutine_budget_none_then_budget(daemon_factory):
+    # a coroutine armed under one chunk's budget, resumed by a chunk without
+    # any budget (it runs), then by a chunk with a small one (billed)
+    d = daemon_factory(defaults={"max_reductions": "infinity", "cpu_ms": "infinity"},
+                       ceilings={"max_reductions": "infinity", "cpu_ms": "infinity"})
+    with d.client(timeout=20 * sbx.SCALE) as c:
+        sid = open_session(c)
+        chunk_ok(c, sid, "co = coroutine.wrap(function() while true do for i = 1, 3000000 do "
+                         "end coroutine.yield(1) end end) return co()",
+                 limits={"max_reductions": 10000000})
+        assert chunk_ok(c, sid, "local n = 0 for k = 1, 5 do n = n + co() end return n")["value"] == 5
+        r = chunk(c, sid, "local n = 0 for k = 1, 5 do n = n + co() end return n",
+                  limits={"max_reductions": 1000000})
+        assert r.kind == "reductions_limit", r
