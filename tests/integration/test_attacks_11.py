@@ -746,3 +746,25 @@ def test_old_coroutine_budget_none_then_budget(daemon_factory):
         r = chunk(c, sid, "local n = 0 for k = 1, 5 do n = n + co() end return n",
                   limits={"max_reductions": 1000000})
         assert r.kind == "reductions_limit", r
+
+
+def test_stream_with_a_huge_request_id(client):
+    # every notification repeats the request id: with an id of 900 KB and a
+    # print every 20 ms, one notification per 20 ms would make the daemon
+    # write 45 MB a second for a few bytes of output.  The notifications wait
+    # for as many bytes as the id has, or about a second per MiB of id.
+    big = "i" * 900000
+    code = ("for k = 1, 100 do print('x') local t = os.clock() "
+            "while os.clock() - t < 0.02 do end end return 1")
+    i = client.send_execute(code, id=big, stream_output=True,
+                            timeout_ms=int(60000 * sbx.SCALE), limits={"cpu_ms": 20000})
+    r = client.wait(big, timeout=60 * sbx.SCALE)
+    assert r.ok, r.kind
+    notes = client.output_notes(i)
+    assert "".join(notes) == r.result["output"] == "x\n" * 100
+    assert len(notes) <= 10, len(notes)
+    # an ordinary id still streams every 20 ms
+    r = client.execute(code, stream_output=True, limits={"cpu_ms": 20000},
+                       timeout_ms=int(60000 * sbx.SCALE))
+    assert r.ok, r
+    assert len(client.output_notes(r.id)) >= 20, len(client.output_notes(r.id))
