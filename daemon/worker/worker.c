@@ -8,13 +8,11 @@
  * conversion of results and bindings.  job_main() leaves the end frame in
  * struct job; anything that escapes it (a memory error while building tool
  * tables or restoring bindings) is classified by worker_run().  Then one
- * frame is sent and the process waits to be killed (wait_for_kill).  No
- * stdio: after containment only read/write on the channel, memory and clock
- * syscalls are allowed.
+ * frame is sent and the process _exits.  No stdio: after containment only
+ * read/write on the channel, memory and clock syscalls are allowed.
  */
 #include "daemon/worker/worker.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <lauxlib.h>
 #include <stdarg.h>
@@ -809,25 +807,6 @@ static int run_job(struct job *job, lua_CFunction f)
            (strcmp(kind, "syntax_error") == 0 || strcmp(kind, "runtime_error") == 0);
 }
 
-/*
- * After the last end frame the worker does not exit by itself: it waits on
- * the channel until the supervisor, which has the answer, kills it (or
- * closes its end; PR_SET_PDEATHSIG covers a supervisor that dies).  Its
- * address-space teardown then runs after the client has its answer instead
- * of competing with the supervisor for a CPU while the answer is sent.
- * Blocked in read(2) it uses no CPU; every limit stays as it was.
- */
-static void wait_for_kill(int fd) __attribute__((noreturn));
-static void wait_for_kill(int fd)
-{
-    char sink[256];
-    ssize_t n;
-
-    while ((n = read(fd, sink, sizeof sink)) > 0 || (n < 0 && errno == EINTR))
-        ;
-    _exit(WORKER_EXIT_OK);
-}
-
 void worker_run(struct luaenv *env, int fd)
 {
     struct job job = {.env = env, .fd = fd};
@@ -836,16 +815,16 @@ void worker_run(struct luaenv *env, int fd)
     apply_limits(&job, 1);
     if (!job.session) {
         run_job(&job, job_main);
-        wait_for_kill(fd);
+        _exit(WORKER_EXIT_OK);
     }
     /* a session: the open, then chunk after chunk until the supervisor
      * kills the process (or a chunk ends it with a limit) */
     if (!run_job(&job, session_open_main))
-        wait_for_kill(fd);
+        _exit(WORKER_EXIT_OK);
     for (;;) {
         read_job(&job, 0);
         apply_limits(&job, 0);
         if (!run_job(&job, session_chunk_main))
-            wait_for_kill(fd);
+            _exit(WORKER_EXIT_OK);
     }
 }

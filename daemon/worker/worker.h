@@ -1,5 +1,5 @@
 /*
- * worker.h - the worker runtime: one job in one process, then its end.
+ * worker.h - the worker runtime: one job in one process, then _exit.
  *
  * Runs in a process forked by the zygote (daemon/zygote.c) after
  * policy/contain.c has confined it (own process group, fds closed, rlimits,
@@ -9,12 +9,11 @@
  *
  * worker_run() reads exactly one CHAN_JOB frame, runs it in the Lua state the
  * zygote prepared, relays tool calls and print output over the channel, sends
- * exactly one CHAN_RESULT or CHAN_ERROR frame, then blocks on the channel
- * until the supervisor kills it (or closes its end: _exit(0)).  A "session"
+ * exactly one CHAN_RESULT or CHAN_ERROR frame and calls _exit(0).  A "session"
  * job is the exception: after its end frame the worker reads "chunk" and
  * "snapshot" jobs and runs them in the same state, one end frame each, until
- * it is killed; a chunk that ends with a limit ends that loop (it then waits
- * to be killed).  Tool calls and parallel(): daemon/worker/calls.h.  It never
+ * it is killed; a chunk that ends with a limit ends that loop (_exit(0)).
+ * Tool calls and parallel(): daemon/worker/calls.h.  It never
  * returns and never calls lua_close (finalizers would run with hooks off).
  * Payload schemas: docs/architecture.md, section "Channel".
  */

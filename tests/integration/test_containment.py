@@ -74,7 +74,7 @@ def active_namespaces(stderr):
 
 def block_in_tool(client, daemon):
     """Start an execution that waits in a tool call; return (id, call, pid)."""
-    daemon.assert_no_leftovers()    # an answered execution's worker is killed after its answer
+    daemon.assert_no_leftovers()    # an answered execution's worker may still be dying
     i = client.send_execute(BLOCK_CODE, tools=TOOLS, handlers={"T.wait": lambda a: NO_REPLY})
     call = client.wait_deferred(1)
     pids = daemon.wait_for_workers(1)
