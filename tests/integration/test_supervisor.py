@@ -453,10 +453,14 @@ def test_workers_failing_their_set_up_do_not_storm(daemon_factory, tmp_path):
                        worker={"user": "nobody", "group": "nogroup", "chroot": empty})
     c = d.client()
     assert c.value("return 1") == 1
+    d.assert_no_leftovers(allowed_idle=2)      # only the pool is left
     pool = d.wait_for_workers(2)
     os.rmdir(empty)
     for p in pool:
-        os.kill(p, signal.SIGKILL)
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     wait_gone(pool)
     t0 = time.monotonic()
     while time.monotonic() - t0 < 3 * SCALE:
