@@ -29,6 +29,22 @@
  * whole queue to STARTING in one pass (procs only grows in spawn(), after
  * the loop), which bypassed the round-robin (a later connection went to the
  * back of every earlier one's backlog) and max_queue (issue 6: fairness). */
+/* The number of worker processes there may be: max_workers, except that
+ * one worker beyond the open sessions is always the executions'.  A reload
+ * that lowers max_workers under the sessions would otherwise leave every
+ * execute queued, with no clock, until a session closes; session/open keeps
+ * sessions below max_workers, so this matters only after such a reload. */
+static unsigned worker_bound(const struct sup *s)
+{
+    unsigned max = s->cfg.max_workers;
+
+#if !defined(MUTATE_SESSION_SLOT)
+    if (max < s->n_sessions + 1)
+        max = s->n_sessions + 1;
+#endif
+    return max;
+}
+
 static int has_capacity(const struct sup *s)
 {
     unsigned need_new;
@@ -36,7 +52,7 @@ static int has_capacity(const struct sup *s)
     if (s->n_idle + s->pending > s->n_starting)
         return 1;
     need_new = s->n_starting - s->n_idle - s->pending;
-    return s->procs + need_new < s->cfg.max_workers;
+    return s->procs + need_new < worker_bound(s);
 }
 
 void sup_count_down(unsigned *counter, const char *name)
@@ -266,7 +282,7 @@ static void spawn(struct sup *s, unsigned n)
             return;
         n = n > 0 ? 1 : 0;
     }
-    while (n-- > 0 && s->procs < s->cfg.max_workers) {
+    while (n-- > 0 && s->procs < worker_bound(s)) {
         if (zygote_request(s) < 0)
             break;
         s->pending++;

@@ -11,6 +11,7 @@ import time
 import pytest
 
 import sbx
+from conftest import merge_config
 from sbx import NO_REPLY, ToolError
 
 T = {"name": "T", "functions": ["f", "g"]}
@@ -768,3 +769,22 @@ def test_stream_with_a_huge_request_id(client):
                        timeout_ms=int(60000 * sbx.SCALE))
     assert r.ok, r
     assert len(client.output_notes(r.id)) >= 20, len(client.output_notes(r.id))
+
+
+def test_reload_below_the_open_sessions(daemon_factory):
+    # a reload lowers max_workers under the sessions already open: they keep
+    # their workers, and one more worker is still the executions'
+    d = daemon_factory(daemon={"max_workers": 4})
+    with d.client(timeout=10 * sbx.SCALE) as c:
+        sids = [open_session(c) for _ in range(3)]
+        d.write_config(merge_config(daemon={"max_workers": 2}))
+        d.signal(signal.SIGHUP)
+        d.wait_log(r"SIGHUP: configuration reloaded")
+        for _ in range(3):
+            r = c.execute("return 1", timeout_ms=int(2000 * sbx.SCALE))
+            assert r.ok and r.result["value"] == 1, r
+        assert c.call("session/open", {}).kind == "busy"
+        for sid in sids:
+            assert chunk_ok(c, sid, "return 2")["value"] == 2
+            c.call("session/close", {"session": sid})
+        open_session(c)
