@@ -432,4 +432,7 @@ def test_maximal_tool_list_is_validated_in_linear_time(client, daemon):
     ratio = spent["execute"] / max(spent["ping"], 1)
     print("tool list: %.1f ms per check, %.1f ms per parse alone, ratio %.1f"
           % (spent["execute"] / 3e6, spent["ping"] / 3e6, ratio))
-    assert ratio < 6, ratio         # about 2.3 here; the quadratic scan made it 30
+    # 1.5-2.4 here (ASan 2.0); the quadratic duplicate scan alone (mutant
+    # tools_linear) makes it 4.4-5.1, and the old code with its quadratic
+    # tool-call checks too made it 30
+    assert ratio < 3.5, ratio
