@@ -12,7 +12,7 @@ afterwards.  Shapes: a client line of `[[],[],...]` (refused past its parse
 budget), a tool answer of numbers (passes through), bindings of a large
 table (pass through), a chunk's value of millions of references to one
 table (passes through), a tool call's args of the same (passes through).
-Target (issue 15): at most 4x.  A report, not an assertion: exit 0 when every
+Target: at most 4x.  A report, not an assertion: exit 0 when every
 shape ran.  Stdlib only.
 """
 
@@ -92,7 +92,7 @@ def main():
     ]
     for name, size, run in shapes:          # a fresh daemon for each: nothing reused
         measure(args.sandboxd, name, size, run)
-    print("target: peak growth at most 4x the message (issue 15)")
+    print("target: peak growth at most 4x the message")
 
 
 def measure(binary, name, size, run):

@@ -25,7 +25,7 @@
 #define CTL_SOCKET_ENV     "SANDBOXD_SOCKET"
 
 /*
- * Exit statuses.  0-4 and 69-77 are CONTRACT section 7; 70, 74 and 130 are
+ * Exit statuses.  0-4 and 69-77 are the documented ones (docs/sandboxctl.1); 70, 74 and 130 are
  * the client's own and are documented in --help and sandboxctl(1).
  */
 enum ctl_exit {

@@ -1,6 +1,6 @@
 /*
  * repl.h - `sandboxctl session`: an interactive loop over one sandboxd
- * session (CONTRACT section 9).
+ * session (docs/protocol.md §3.8).
  *
  * ctl_repl() opens a session with open_params (stolen: tools, bindings,
  * timeout_ms, limits) on the connection s, then reads stdin: each line, or

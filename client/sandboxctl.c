@@ -1,6 +1,6 @@
 /*
  * sandboxctl.c - command line, requests and results of the sandboxd client
- * (CONTRACT section 7; the full description is docs/sandboxctl.1).
+ * (the full description is docs/sandboxctl.1).
  *
  * Flow: parse the whole command line (options may come before or after the
  * command; "--" ends them), read every input (code, params, bindings, tools

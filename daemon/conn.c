@@ -432,7 +432,7 @@ void conn_send_error(struct conn *c, json_t *id, const char *kind, json_t *data,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    /* CONTRACT 5: every kind from syntax_error on carries output. */
+    /* docs/protocol.md §7: every kind from syntax_error on carries output. */
     if ((code <= -32001 && code >= -32099) || code == -32800) {
         if (!data)
             data = json_object();

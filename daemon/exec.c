@@ -302,7 +302,7 @@ static void exec_fail(struct exec *e, const char *kind, json_t *data, const json
         json_object_set_new(data, "stats", exec_stats(e, wstats));
     if (e->op == OP_SESSION && (e->sjob == SJ_CHUNK || e->sjob == SJ_SNAPSHOT))
         json_object_set_new(data, "session_closed", json_boolean(!e->keep_open));
-    exec_log_end(e, kind, wstats, msg);     /* issue 5 */
+    exec_log_end(e, kind, wstats, msg);
     if (e->conn && e->req_id) {
         json_t *reply = rpc_error_new(e->req_id, kind, msg, data);
         if (reply)
@@ -748,7 +748,7 @@ static void on_result(struct exec *e, const struct exec_evdata *d)
             json_object_set_new(result, "binding_names", names);
         }
     }
-    if (log_enabled(LOG_LVL_DEBUG)) {       /* issue 5: the value only at debug */
+    if (log_enabled(LOG_LVL_DEBUG)) {       /* the value only at debug */
         char *v = json_dumps(json_object_get(result, "value"), JSON_COMPACT | JSON_ENCODE_ANY);
         exec_log_end(e, "ok", wstats, v ? v : "");
         free(v);
@@ -787,7 +787,7 @@ static void on_error(struct exec *e, const struct exec_evdata *d)
         json_object_set(data, "line", line);
     if (json_is_string(tb))
         json_object_set(data, "traceback", tb);
-    /* A session survives its chunk's syntax or runtime error (CONTRACT 9). */
+    /* A session survives its chunk's syntax or runtime error (docs/protocol.md §3.8). */
     e->keep_open = e->op == OP_SESSION && e->sjob == SJ_CHUNK &&
                    (strcmp(kind, "syntax_error") == 0 || strcmp(kind, "runtime_error") == 0);
     exec_fail(e, kind, data, json_object_get(d->json, "stats"), "%s", msg);
@@ -1065,7 +1065,7 @@ struct exec *exec_new(struct conn *c, enum exec_op op, json_t *id, json_t *job, 
         snprintf(e->session_id, sizeof e->session_id, "ses-%llu", (unsigned long long)e->seq);
         s->n_sessions++;
     }
-    if (log_enabled(LOG_LVL_DEBUG)) {       /* issue 5: code only at debug level */
+    if (log_enabled(LOG_LVL_DEBUG)) {       /* code only at debug level */
         char *code = json_dumps(json_object_get(job, "code"), JSON_COMPACT | JSON_ENCODE_ANY);
         log_debug("exec conn=%llu seq=%llu %s code=%.1500s", (unsigned long long)c->id,
                   (unsigned long long)e->seq, op == OP_CHECK ? "check" : "execute",

@@ -86,7 +86,7 @@ static void reload(struct sup *s)
         log_notice("SIGHUP: no config file (built-in defaults); nothing to reload");
         return;
     }
-    notify_reloading();         /* RELOADING=1 + MONOTONIC_USEC (issue 5) */
+    notify_reloading();         /* RELOADING=1 + MONOTONIC_USEC */
     config_defaults(&next);
     if (config_load(&next, s->config_path, log_config_error, NULL) != 0) {
         log_err("SIGHUP: %s has errors; keeping the running configuration", s->config_path);
@@ -305,7 +305,7 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     struct sup sup = { 0 }, *s = &sup;
-    ev_timer watchdog;          /* issue 5: lives as long as the loop runs */
+    ev_timer watchdog;          /* lives as long as the loop runs */
     unsigned long long wd_usec;
     int ch, check_only = 0;
 
@@ -369,7 +369,7 @@ int main(int argc, char **argv)
                s->socket_path, s->cfg.max_workers, s->cfg.pool_size);
     sched_pump(s);              /* fill the warm pool */
     notify_send("READY=1");
-    if ((wd_usec = notify_watchdog_usec()) > 0) {       /* issue 5: ping at half the interval */
+    if ((wd_usec = notify_watchdog_usec()) > 0) {       /* ping at half the interval */
         ev_timer_init(&watchdog, watchdog_cb, 0., (double)wd_usec / 2e6);
         ev_timer_again(s->loop, &watchdog);
         notify_send("WATCHDOG=1");

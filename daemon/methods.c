@@ -272,7 +272,7 @@ static json_t *job_limits(const struct sup *s, const struct limits *l)
 }
 
 /* ------------------------------------------------------------------ */
-/* sessions (CONTRACT section 9)                                       */
+/* sessions (docs/protocol.md §3.8)                                       */
 
 #define MAX_IDLE_TIMEOUT_MS 86400000    /* a day */
 
@@ -617,7 +617,7 @@ static void m_binding_names(struct conn *c, const struct rpc_msg *m)
 }
 
 /* Private memory (Private_Clean + Private_Dirty of smaps_rollup) of the
- * idle pooled workers, in bytes: what the warm pool costs (issue 6).  null
+ * idle pooled workers, in bytes: what the warm pool costs.  null
  * when none could be read (not root and the workers are non-dumpable). */
 static json_t *idle_private_bytes(const struct sup *s)
 {
@@ -646,7 +646,7 @@ static json_t *idle_private_bytes(const struct sup *s)
     return read_any || s->n_idle == 0 ? json_integer((json_int_t)total) : json_null();
 }
 
-/* The 1.1 capabilities this daemon has (CONTRACT section 3, describe);
+/* The 1.1 capabilities this daemon has (docs/protocol.md §3, describe);
  * clients feature-detect with them. */
 static const char *const features[] = {
     "max_tool_calls", "any_function_names", "string_metatable", "stream_output", "parallel", "sessions", NULL,
@@ -688,7 +688,7 @@ static json_t *describe_new(const struct sup *s)
 
     if (!d)
         return NULL;
-    /* 1.1: sessions (CONTRACT section 9) */
+    /* 1.1: sessions (docs/protocol.md §3.8) */
     if (json_array_append_new(json_object_get(d, "methods"), json_string("session/open")) < 0 ||
         json_array_append_new(json_object_get(d, "methods"), json_string("session/snapshot")) < 0 ||
         json_array_append_new(json_object_get(d, "methods"), json_string("session/close")) < 0 ||

@@ -33,7 +33,7 @@ void notify_send(const char *state)
     close(fd);
 }
 
-/* Added for deployment (issue 5): reload and watchdog messages. */
+/* Reload and watchdog messages. */
 void notify_reloading(void)
 {
     struct timespec ts;

@@ -11,7 +11,7 @@
 
 void notify_send(const char *state);
 
-/* Added for deployment (issue 5). */
+/* systemd readiness, reload and watchdog messages. */
 /* "RELOADING=1" with MONOTONIC_USEC=<CLOCK_MONOTONIC now>, which
  * Type=notify-reload (systemd >= 253) requires and older systemd ignores. */
 void notify_reloading(void);

@@ -1,6 +1,6 @@
 /*
  * prompt.h - the text an agent framework puts into its system prompt
- * (CONTRACT section 3, prompt_info): what this sandbox really allows.
+ * (docs/protocol.md §3, prompt_info): what this sandbox really allows.
  * It describes daemon/worker/luaenv.c and daemon/worker/worker.c; change them together.
  */
 #ifndef SANDBOXD_PROMPT_H

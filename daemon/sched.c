@@ -28,7 +28,7 @@
  * need a new process too: without counting them, sched_pump() moved the
  * whole queue to STARTING in one pass (procs only grows in spawn(), after
  * the loop), which bypassed the round-robin (a later connection went to the
- * back of every earlier one's backlog) and max_queue (issue 6: fairness). */
+ * back of every earlier one's backlog) and max_queue (fairness). */
 /* The number of worker processes there may be: max_workers, except that
  * one worker beyond the open sessions is always the executions'.  A reload
  * that lowers max_workers under the sessions would otherwise leave every

@@ -131,7 +131,7 @@ static void accept_cb(struct ev_loop *loop, ev_io *io, int revents)
 }
 
 /* systemd socket activation, without libsystemd.  Returns the fd, -1 when
- * not activated, -2 when the passed fd is unusable (issue 5: checked to be
+ * not activated, -2 when the passed fd is unusable (checked to be
  * a listening AF_UNIX stream socket; its path, if any, goes in path_out). */
 static int inherited_socket(char *path_out, size_t path_len)
 {
@@ -257,7 +257,7 @@ static int create_socket(struct sup *s, const char *path)
     if (chmod(path, s->cfg.socket_mode) != 0)
         log_warn("chmod %s: %s", path, strerror(errno));
     if (s->cfg.socket_group && *s->cfg.socket_group) {
-        /* issue 5: a number is used as is (config.c accepts "2000" even
+        /* a number is used as is (config.c accepts "2000" even
          * when no group of that name exists, e.g. a pod's fsGroup) */
         const char *g = s->cfg.socket_group;
         int numeric = strspn(g, "0123456789") == strlen(g);
@@ -288,7 +288,7 @@ int server_listen(struct sup *s, const char *path)
     if (fd < 0) {
         fd = create_socket(s, path);
     } else {
-        if (passed[0])          /* issue 5: report the path systemd bound */
+        if (passed[0])          /* report the path systemd bound */
             path = passed;
         log_info("using the socket passed by systemd (%s)", path);
     }

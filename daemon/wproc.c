@@ -179,7 +179,7 @@ void wproc_violation(struct wproc *w, const char *why)
         exec_event(e, XE_BAD, &d);
 }
 
-/* Containment (issue 3): the worker's SIGSYS handler reports the number of
+/* Containment: the worker's SIGSYS handler reports the number of
  * the forbidden call just before the worker dies by SIGSYS.  It comes from
  * a possibly compromised process, so it is a hint: kept (first one only)
  * and logged, never an event; exec.c uses it only if the worker really died

@@ -54,7 +54,7 @@ static void zygote_io_cb(struct ev_loop *loop, ev_io *io, int revents)
     zygote_poll(io->data);
 }
 
-/* ---- worker identity and containment layers (issue 3) ----
+/* ---- worker identity and containment layers ----
  *
  * Decided once, at the first zygote_start (like the socket, the worker
  * identity is fixed at start; a SIGHUP does not change it), and reused for
@@ -389,7 +389,7 @@ int zygote_start(struct sup *s)
 #if !defined(MUTATE_ZYGOTE_SESSION)
         setsid();
 #endif
-        /* Performance (issue 6): resolve every shared-library symbol once,
+        /* Performance: resolve every shared-library symbol once,
          * when the zygote is loaded; with lazy binding each fresh worker
          * resolved the PLT entries it used again (~20 us per worker). */
         setenv("LD_BIND_NOW", "1", 1);

@@ -5,7 +5,7 @@
  * Contract:
  *  - config_defaults() fills a config with the built-in defaults, which are
  *    exactly the values documented in the sample sandboxd.conf.
- *  - config_load() parses an INI file (CONTRACT section 8) over the defaults.
+ *  - config_load() parses an INI file (docs/sandboxd.conf.5) over the defaults.
  *    Unknown sections or keys and bad values are errors naming file and line;
  *    all errors are reported through the callback, and the function returns
  *    the number of errors (0 = usable config).

@@ -13,7 +13,7 @@
  *                          CHAN_TOOL_CALL    {"tool","function","args"}
  *                          CHAN_RESULT       success; ends the job
  *                          CHAN_ERROR        failure; ends the job
- *                          CHAN_SYSCALL      (containment, issue 3) sent by the
+ *                          CHAN_SYSCALL      (containment) sent by the
  *                                            worker's SIGSYS handler just before
  *                                            it dies: the forbidden syscall's
  *                                            number; a hint, never trusted
@@ -55,7 +55,7 @@ struct chan_header {
     uint32_t len;
 };
 
-/* Containment (issue 3): the CHAN_SYSCALL payload, exactly this size.  Built
+/* Containment: the CHAN_SYSCALL payload, exactly this size.  Built
  * by an async-signal-safe handler in policy/contain.c; the supervisor only
  * logs it and puts it in the `crashed` error's data when the worker did die
  * by SIGSYS. */

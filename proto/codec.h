@@ -1,6 +1,6 @@
 /*
  * codec.h - Lua values <-> JSON values at the tool bridge and in results
- * (CONTRACT section 6).  Runs only in the worker.
+ * (docs/protocol.md §8-9).  Runs only in the worker.
  *
  * Lua -> JSON (codec_to_json):
  *   nil -> null; boolean -> boolean; integer -> integer; float -> real

@@ -325,7 +325,7 @@ void rpc_msg_clear(struct rpc_msg *msg)
 }
 
 /* ------------------------------------------------------------------------
- * Error kinds (CONTRACT section 5)
+ * Error kinds (docs/protocol.md §7)
  * --------------------------------------------------------------------- */
 
 static const struct {

@@ -7,7 +7,7 @@
  *    a well-formed 2.0 request, notification or response is RPC_INVALID.
  *    Ids are accepted only as strings or integers.
  *  - Error objects always have {code, message, data} with data.kind set; the
- *    code is derived from the kind by rpc_kind_code() (CONTRACT section 5).
+ *    code is derived from the kind by rpc_kind_code() (docs/protocol.md §7).
  *  - Ownership follows jansson: *_new functions return a new reference the
  *    caller owns; "steal" parameters are consumed even on failure; "borrow"
  *    parameters are not.
@@ -97,7 +97,7 @@ void rpc_msg_clear(struct rpc_msg *msg);
 int rpc_string_is(const json_t *s, const char *text, size_t n);
 const char *rpc_cstring(const json_t *s);
 
-/* Error kinds of CONTRACT section 5.  Returns 0 for an unknown kind. */
+/* Error kinds of docs/protocol.md §7.  Returns 0 for an unknown kind. */
 int rpc_kind_code(const char *kind);
 /* Nonzero if kind names one of the contract's kinds. */
 int rpc_kind_known(const char *kind);

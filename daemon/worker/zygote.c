@@ -86,7 +86,7 @@ static void spawn_worker(int zfd, struct luaenv *env, const struct contain_opts 
     close(sv[0]);
 }
 
-/* Performance (issue 6): with CAP_SYS_NICE (a root daemon), the zygote and
+/* Performance: with CAP_SYS_NICE (a root daemon), the zygote and
  * the workers it forks run at nice 19 until the supervisor gives a worker its
  * job and sets the job's priority (wproc_apply_limits; lowering the nice
  * value needs that capability).  Forking and confining pool workers then
@@ -143,7 +143,7 @@ void zygote_main(int argc, char **argv)
         if (contain_die_with(opts.supervisor) < 0)
             _exit(1);
     }
-    /* Performance (issue 6): a new network namespace costs ~370 us to make
+    /* Performance: a new network namespace costs ~370 us to make
      * and more to tear down (kernel workqueue), per worker: it capped the
      * daemon at ~1,100 executions/s.  So the zygote unshares the namespaces
      * once and every worker inherits that one set: none is the host's, and
@@ -158,7 +158,7 @@ void zygote_main(int argc, char **argv)
     for (char **e = environ; e && *e; e++)
         memset(*e, 0, strlen(*e));
     clearenv();
-    /* Performance (issue 6): read the time zone once here, with the TZ
+    /* Performance: read the time zone once here, with the TZ
      * value contain.c's warm_up() sets (WORKER_TZ); its tzset() in each
      * worker then finds TZ unchanged and skips the file (~20 us). */
     setenv("TZ", ":/etc/localtime", 1);
@@ -182,7 +182,7 @@ void zygote_main(int argc, char **argv)
     opts.filter = &prog;
     if (lower_prio)
         (void)setpriority(PRIO_PROCESS, 0, 19);
-    /* Performance (issue 6): consolidate the small blocks freed while the
+    /* Performance: consolidate the small blocks freed while the
      * state was built, once, here.  Otherwise the first large malloc in each
      * worker (contain.c's warm-up) walks and rewrites them all: ~7% of a
      * worker's CPU time, in copy-on-write faults mostly. */

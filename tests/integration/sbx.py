@@ -1,7 +1,7 @@
 """sbx.py - a small, strict sandboxd client for the integration tests.
 
 Stdlib only.  One Client is one Unix-socket connection speaking JSON-RPC 2.0
-over NDJSON (CONTRACT section 2).  It never blocks without a deadline: every
+over NDJSON (docs/protocol.md §1-2).  It never blocks without a deadline: every
 read has a timeout, so a hung daemon fails a test instead of hanging the suite.
 
 Incoming messages are handled as they arrive:
@@ -14,7 +14,7 @@ Incoming messages are handled as they arrive:
 Every message is validated on arrival: it must be UTF-8 JSON with
 "jsonrpc": "2.0", without NaN/Infinity, and every error object must be
 {code, message, data} with a known data.kind whose code matches the table of
-CONTRACT section 5.  A violation raises ProtocolViolation (a test failure).
+docs/protocol.md §7.  A violation raises ProtocolViolation (a test failure).
 """
 
 import itertools
@@ -28,7 +28,7 @@ import time
 SCALE = 3 if os.environ.get("SANDBOXD_SANITIZE") == "1" else 1
 DEFAULT_TIMEOUT = 15.0 * SCALE
 
-# CONTRACT section 5
+# docs/protocol.md §7
 KIND_CODES = {
     "parse_error": -32700,
     "invalid_request": -32600,

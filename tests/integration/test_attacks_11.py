@@ -1,4 +1,4 @@
-"""Attacks on the version 1.1 features (CONTRACT sections 3, 9 and 10):
+"""Attacks on the version 1.1 features (docs/protocol.md §3, §3.8, §10):
 sessions, parallel(), stream_output, max_tool_calls and the stock string
 metatable, played as a hostile chunk and a hostile client against the real
 daemon.  Each test states the attack and what must hold."""

@@ -1,4 +1,4 @@
-"""Bindings: globals carried between executions (CONTRACT sections 3 and 6)."""
+"""Bindings: globals carried between executions (docs/protocol.md §3, §8-9)."""
 
 import json
 

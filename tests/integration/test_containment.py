@@ -1,4 +1,4 @@
-"""Containment (issue 3): the layers around a worker, seen from outside.
+"""Containment: the layers around a worker, seen from outside.
 
 What is checked here, on the real daemon:
   * the start-up log names the active layers;

@@ -1,4 +1,4 @@
-"""The daemon process: command line, config file, signals, socket, peers (CONTRACT 1 and 8)."""
+"""The daemon process: command line, config file, signals, socket, peers (docs/sandboxd.8 and docs/sandboxd.conf.5)."""
 
 import json
 import os

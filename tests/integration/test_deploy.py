@@ -1,4 +1,4 @@
-"""Deployment (issue 5): config checks and reload, peer authorisation, the socket,
+"""Deployment: config checks and reload, peer authorisation, the socket,
 systemd socket activation and notifications without PID 1, graceful shutdown,
 per-execution logging, `make install`, the systemd units and the Kubernetes
 manifests.

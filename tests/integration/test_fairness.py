@@ -1,4 +1,4 @@
-"""Scheduling fairness and the warm pool (issue 6).
+"""Scheduling fairness and the warm pool.
 
 * One connection with a deep backlog of queued executions must not starve
   another: the scheduler takes connections in turn (daemon/sched.c), so a

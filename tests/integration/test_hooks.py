@@ -83,7 +83,7 @@ def test_forbidden_calls_in_parallel(daemon):
 @pytest.mark.skipif(not FORBIDDEN, reason="no syscall table for this architecture")
 def test_forbidden_call_in_a_session_ends_it(daemon):
     """A session chunk whose worker dies (crashed) ends the session
-    (CONTRACT section 9): data.session_closed, then session_not_found."""
+    (docs/protocol.md §3.8): data.session_closed, then session_not_found."""
     c = daemon.client()
     r = c.call("session/open", {})
     assert r.ok, r

@@ -1,4 +1,4 @@
-"""parallel(f1, f2, ...) (CONTRACT section 10): several tool calls of one
+"""parallel(f1, f2, ...) (docs/protocol.md §10): several tool calls of one
 execution outstanding at once, answered in any order, results in argument
 order, the error rule, nesting, and every limit still holding inside it."""
 

@@ -1,6 +1,6 @@
 """Protocol 1.1: the tool-call budget (max_tool_calls, tool_call_limit), function
 names that are not Lua identifiers, the stock string metatable, and describe's
-features (CONTRACT sections 3 and 5)."""
+features (docs/protocol.md §3, §7)."""
 
 import sbx
 

@@ -1,4 +1,4 @@
-"""Wire format and the informational methods (CONTRACT sections 2, 3, 5)."""
+"""Wire format and the informational methods (docs/protocol.md §1-2, §3, §7)."""
 
 import json
 import subprocess

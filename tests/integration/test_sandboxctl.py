@@ -1,4 +1,4 @@
-"""sandboxctl, the real binary against the real daemon (CONTRACT section 7,
+"""sandboxctl, the real binary against the real daemon (docs/sandboxctl.1,
 docs/sandboxctl.1): every command, flag and exit status, tool handlers,
 bindings, code sources, -v, Ctrl-C.
 

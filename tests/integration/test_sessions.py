@@ -1,4 +1,4 @@
-"""Sessions (CONTRACT section 9): one worker and one Lua state kept alive
+"""Sessions (docs/protocol.md §3.8): one worker and one Lua state kept alive
 between chunks; per-chunk limits, max_heap for the whole state; the
 end-of-session rules; snapshot, close, idle timeout, max_sessions; sessions
 belong to their connection."""

@@ -1,4 +1,4 @@
-"""Live output (CONTRACT section 10): execute with stream_output sends
+"""Live output (docs/protocol.md §10): execute with stream_output sends
 execution/output notifications while the chunk runs, coalesced, in order,
 within max_output_bytes; the result still carries the whole output."""
 

@@ -1,4 +1,4 @@
-"""Tool calls, daemon to client (CONTRACT sections 3 and 4)."""
+"""Tool calls, daemon to client (docs/protocol.md §3, §5)."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""A misbehaving worker can only kill itself (issue 2: "a malformed or
+"""A misbehaving worker can only kill itself ("a malformed or
 out-of-state message from a worker kills that worker only and answers its
 execution with an error").
 

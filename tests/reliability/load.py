@@ -23,7 +23,7 @@ checker counts, per reply:
 Faults are the caller's business: it runs Load.run() as a task and injects
 faults meanwhile.  Connections that the daemon closes are reopened (a
 request sent on a closed connection is counted under errors["disconnected"],
-never as lost, when the daemon closed it first: CONTRACT section 3 says
+never as lost, when the daemon closed it first: docs/protocol.md §6 says
 closing the connection cancels what it started).
 """
 

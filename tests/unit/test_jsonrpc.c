@@ -1,6 +1,6 @@
 /*
  * test_jsonrpc.c - classification of every message shape, and the error
- * objects built for every kind of CONTRACT section 5.
+ * objects built for every kind of docs/protocol.md §7.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -339,7 +339,7 @@ def _call_hook(fn, text, loop):
 
 
 class AsyncClient:
-    """The asyncio client (CONTRACT section 11).
+    """The asyncio client (client/python/README.md).
 
         async with sandboxd.AsyncClient() as c:
             r = await c.execute("return Weather.get('Paris').temp",

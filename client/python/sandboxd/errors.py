@@ -1,5 +1,5 @@
 """sandboxd.errors - the exceptions of the client, one class per family of
-error kinds (CONTRACT section 11).
+error kinds (client/python/README.md).
 
 Every error the daemon answers becomes a SandboxdError subclass chosen by
 `data.kind` (never by the message, which is for people).  The attributes

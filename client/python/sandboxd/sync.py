@@ -315,7 +315,7 @@ def _hook(fn, text):
 
 
 class Client:
-    """The blocking client (CONTRACT section 11).
+    """The blocking client (client/python/README.md).
 
         with sandboxd.Client() as c:
             r = c.execute("return 1 + 1")

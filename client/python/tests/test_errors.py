@@ -1,4 +1,4 @@
-"""Every error class of CONTRACT section 11, from the real daemon (and the
+"""Every error class (client/python/README.md), from the real daemon (and the
 client's own decisions), with kind, code, output and stats."""
 
 import asyncio
