@@ -3,7 +3,9 @@
 #   make            build/sandboxd and build/sandboxctl (installs Debian deps if missing)
 #   make run        build, then run the daemon in the foreground on build/sandboxd.sock
 #   make test       unit + integration tests, on the normal and the ASan+UBSan build,
-#                   then the test-hooks build, bench smoke, fuzz pass, mutation check
+#                   the reliability suite, the client suites, the test-hooks build,
+#                   bench smoke and a fuzz pass
+#   make mutation   the mutation check (its own campaign; CI runs it after make test)
 #   make asan       the sanitizer build in build/asan/
 #   make bench      the benchmark report (bench/)
 #   make soak       the reliability faults under load for SOAK_SECONDS (default 300)
@@ -176,7 +178,6 @@ test: deps
 	$(MAKE) O=build/asan SANITIZE=1 test-elixir
 	$(MAKE) -C bench O=$(CURDIR)/build smoke
 	FUZZ_JOBS=2 tests/fuzz/run.sh 10
-	$(MAKE) mutation
 
 # The Elixir client and Legion adapter (client/elixir) against the daemon in
 # $(O): ExUnit, offline (the mix project has no dependencies, so no Hex).  A
