@@ -154,7 +154,7 @@ static json_t *exec_stats(struct exec *e, const json_t *wstats)
                      "tool_calls", (json_int_t)e->tool_calls);
 }
 
-/* Issue 5: the one log line per execution (info): connection, request id,
+/* The one log line per execution (info; deployment.md promises exactly one): connection, request id,
  * outcome kind, wall and CPU time, heap peak.  The message and the result
  * may carry the script's data, so they are logged only at debug level. */
 static void exec_log_end(struct exec *e, const char *kind, const json_t *wstats,

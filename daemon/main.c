@@ -253,7 +253,7 @@ static void teardown(struct sup *s)
     ev_loop_destroy(s->loop);
 }
 
-/* Issue 5: the systemd watchdog (WatchdogSec=): WATCHDOG=1 from the loop
+/* The systemd watchdog (WatchdogSec=): WATCHDOG=1 from the loop
  * itself, so a stuck loop stops the pings. */
 static void watchdog_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {

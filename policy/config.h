@@ -67,7 +67,7 @@ struct config {
     unsigned max_sessions;      /* open sessions at once; default 8 */
     unsigned session_idle_timeout_ms; /* default of session/open's
                                   * idle_timeout_ms; default 300000, >= 1 */
-    /* [worker]: applied when the daemon runs as root (issue: containment) */
+    /* [worker]: applied when the daemon runs as root */
     char    *worker_user;       /* owned or NULL; default "nobody" */
     char    *worker_group;      /* owned or NULL; default "nogroup" */
     char    *worker_chroot;     /* owned or NULL (no chroot); default "/var/empty";
