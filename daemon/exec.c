@@ -598,6 +598,14 @@ static int arity_allowed(const json_t *f, size_t n)
     return 0;
 }
 
+/* A TOOL_RESULT tells the worker how long it may look for the next answer
+ * before it sleeps (sched_spin_hint).  A result it lacks means 0: no harm. */
+static void spin_hint(const struct exec *e, json_t *ans)
+{
+    if (ans)
+        json_object_set_new(ans, "spin_us", json_integer((json_int_t)sched_spin_hint(e->sup)));
+}
+
 static void on_tool_call(struct exec *e, const struct exec_evdata *d)
 {
     const json_t *tool = NULL, *fn, *args = json_object_get(d->json, "args");
@@ -935,8 +943,11 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
             json_pack("{s:I,s:b,s:o}", "call", call, "ok", 1, "value",
                       d->raw.p ? jp_token(0) : json_incref((json_t *)d->json)) :
             json_pack("{s:I,s:b,s:s}", "call", call, "ok", 0, "message", d->why);
-        int rc = ans ? wproc_send_spliced(e->w, CHAN_TOOL_RESULT, ans, &sp,
-                                          ev == XE_TOOL_OK && d->raw.p) : -1;
+        int rc;
+
+        spin_hint(e, ans);
+        rc = ans ? wproc_send_spliced(e->w, CHAN_TOOL_RESULT, ans, &sp,
+                                      ev == XE_TOOL_OK && d->raw.p) : -1;
 
         e->pending[d->call] = e->pending[--e->n_pending];
         if (e->n_pending == 0)
@@ -945,6 +956,7 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
             json_decref(ans);
             ans = json_pack("{s:I,s:b,s:s}", "call", call, "ok", 0, "message", "the tool's "
                             "answer is larger than a worker accepts once encoded");
+            spin_hint(e, ans);
             rc = ans ? wproc_send_json(e->w, CHAN_TOOL_RESULT, ans) : -1;
         }
         if (rc < 0) {

@@ -259,7 +259,7 @@ static json_t *job_limits(const struct sup *s, const struct limits *l)
         as = json_integer((json_int_t)(l->max_heap + AS_SLACK));
     if (l->cpu_ms != LIMIT_INF)
         cpu = json_integer((json_int_t)(l->cpu_ms / 1000 + 2));
-    return json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:o,s:o}",
+    return json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:o,s:o}",
                      "max_heap", l->max_heap == LIMIT_INF ? json_null() :
                                  json_integer((json_int_t)l->max_heap),
                      "max_reductions", l->max_reductions == LIMIT_INF ? json_null() :
@@ -268,6 +268,7 @@ static json_t *job_limits(const struct sup *s, const struct limits *l)
                      "max_bindings_bytes", (json_int_t)l->max_bindings_bytes,
                      "max_result_bytes", (json_int_t)s->cfg.max_message_bytes,
                      "max_parallel_calls", (json_int_t)s->cfg.max_parallel_calls,
+                     "tool_spin_us", (json_int_t)sched_spin_hint(s),
                      "rlimit_as", as, "rlimit_cpu", cpu);
 }
 

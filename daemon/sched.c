@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,6 +54,14 @@ static int has_capacity(const struct sup *s)
         return 1;
     need_new = s->n_starting - s->n_idle - s->pending;
     return s->procs + need_new < worker_bound(s);
+}
+
+unsigned sched_spin_hint(const struct sup *s)
+{
+    /* procs counts the idle and the pending too (sup.h) */
+    unsigned busy = s->procs > s->n_idle + s->pending ? s->procs - s->n_idle - s->pending : 0;
+
+    return busy < s->ncpu ? s->cfg.tool_spin_us : 0;
 }
 
 void sup_count_down(unsigned *counter, const char *name)
@@ -267,10 +276,14 @@ void sched_supply_ok(struct sup *s)
 
 void sched_init(struct sup *s)
 {
+    cpu_set_t set;      /* workers inherit the supervisor's CPUs (taskset, cpusets) */
+
     ev_timer_init(&s->supply_timer, supply_timer_cb, 0., 0.);
     s->supply_timer.data = s;
     ev_timer_init(&s->pool_check, pool_check_cb, POOL_CHECK_INTERVAL, POOL_CHECK_INTERVAL);
     s->pool_check.data = s;
+    s->ncpu = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0
+                  ? (unsigned)CPU_COUNT(&set) : 1;
 }
 
 /* Ask the zygote for up to n workers.  Nothing is asked during a back-off;

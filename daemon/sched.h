@@ -49,6 +49,13 @@ void sched_supply_failed(struct sup *s, const char *fmt, ...)
 /* A worker did its job (sent its end frame): the supply works again. */
 void sched_supply_ok(struct sup *s);
 
+/* How long a worker waiting for a tool answer may look at its channel
+ * before it sleeps, in microseconds: the configured tool_spin_us while the
+ * busy workers are fewer than the CPUs, else 0.  Looking pays only while a
+ * CPU would otherwise idle; when every CPU has work, it takes time from
+ * another execution (the job's limits and each TOOL_RESULT carry it). */
+unsigned sched_spin_hint(const struct sup *s);
+
 #define SUPPLY_FAIL_LIMIT   3
 #define SUPPLY_BACKOFF_MIN  0.05    /* s */
 #define SUPPLY_BACKOFF_MAX  5.0     /* s */

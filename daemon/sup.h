@@ -68,6 +68,7 @@ struct sup {
     /* scheduling (see header comment) */
     unsigned procs, pending, queued;
     unsigned n_idle, n_starting;
+    unsigned ncpu;                /* CPUs this process may run on (>= 1) */
     pid_t    reaped_unknown[64]; /* exited before the zygote's hand-over was read */
     int      reaped_status[64];
     unsigned reaped_next;

@@ -33,6 +33,8 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "proto/chan.h"
+
 /* Longest message handed to the error callback; lines are short (inih). */
 #define MSG_MAX 512
 
@@ -89,6 +91,7 @@ static const struct key_spec daemon_keys[] = {
     {"max_parallel_calls", K_UINT, CFG(max_parallel_calls), 1},
     {"max_sessions", K_UINT, CFG(max_sessions), 0},
     {"session_idle_timeout_ms", K_UINT, CFG(session_idle_timeout_ms), 1},
+    {"tool_spin_us", K_UINT, CFG(tool_spin_us), 0},
 };
 
 static const struct key_spec worker_keys[] = {
@@ -154,6 +157,7 @@ static int defaults_into(struct config *c)
     c->max_parallel_calls = 16;
     c->max_sessions = 8;
     c->session_idle_timeout_ms = 300000;
+    c->tool_spin_us = 200;
     c->defaults = (struct limits){
         .timeout_ms = 60000,
         .max_heap = 256000000,
@@ -739,6 +743,16 @@ static void check_input(struct parse *p)
         c->max_input_bytes = need;
 }
 
+/* tool_spin_us is CPU time a worker spends per tool call: at most 10 ms. */
+static void check_spin(struct parse *p)
+{
+    const struct key_state *ss = daemon_key(p, "tool_spin_us");
+
+    if (!ss->bad && p->c->tool_spin_us > CHAN_SPIN_US_MAX)
+        report(p, ss->line, "tool_spin_us %u is above %u", p->c->tool_spin_us,
+               CHAN_SPIN_US_MAX);
+}
+
 static size_t sat_add(size_t a, uint64_t b)
 {
     return b > SIZE_MAX - a ? SIZE_MAX : a + (size_t)b;
@@ -810,6 +824,7 @@ int config_load(struct config *c, const char *path, config_error_fn err, void *c
     check_input(p);
     check_limits(p);
     check_backlog(p);
+    check_spin(p);
 out:
     if (p->nerr == 0) {
         config_free(c);

@@ -67,6 +67,10 @@ struct config {
     unsigned max_sessions;      /* open sessions at once; default 8 */
     unsigned session_idle_timeout_ms; /* default of session/open's
                                   * idle_timeout_ms; default 300000, >= 1 */
+    unsigned tool_spin_us;      /* a worker waiting for a tool answer looks at
+                                 * its channel this long at most before it
+                                 * sleeps (its own CPU); default 200,
+                                 * <= CHAN_SPIN_US_MAX, 0 = sleep at once */
     /* [worker]: applied when the daemon runs as root */
     char    *worker_user;       /* owned or NULL; default "nobody" */
     char    *worker_group;      /* owned or NULL; default "nogroup" */

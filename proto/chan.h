@@ -64,6 +64,10 @@ struct chan_syscall {
     uint32_t arch;      /* si_arch (AUDIT_ARCH_X86_64) */
 };
 #define CHAN_SYSCALL_SIZE 8u
+/* The longest look at the channel a worker takes for a tool answer before it
+ * sleeps: the job's limits.tool_spin_us and each TOOL_RESULT's "spin_us"
+ * (daemon/worker/calls.c), in microseconds. */
+#define CHAN_SPIN_US_MAX 10000u
 
 enum chan_status {
     CHAN_AGAIN = 0,     /* need more bytes */

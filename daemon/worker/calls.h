@@ -27,6 +27,7 @@
 #include <jansson.h>
 #include <lua.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct calls_answer;
 
@@ -38,14 +39,19 @@ struct calls {
     unsigned  outstanding;      /* sent, not yet answered */
     unsigned *pend;             /* their numbers (max_parallel entries), owned */
     struct calls_answer *kept;  /* answered, not yet taken (list), owned */
+    uint64_t  spin_max_ns;      /* longest look at the channel before sleeping */
+    uint64_t  spin_ns;          /* the current look (adapts, see calls.c) */
 };
 
 /* In the zygote: register the metatables this module uses in L. */
 void calls_prepare(lua_State *L);
 
-/* Set up c for a job; max_parallel 0 counts as 1.  Exits the process when
- * out of memory (nothing can be reported yet). */
-void calls_init(struct calls *c, int fd, size_t max_result, unsigned max_parallel);
+/* Set up c for a job; max_parallel 0 counts as 1.  A worker waiting for an
+ * answer looks at the channel for up to spin_us microseconds of its own CPU
+ * before it sleeps (0: sleeps at once).  Exits the process when out of
+ * memory (nothing can be reported yet). */
+void calls_init(struct calls *c, int fd, size_t max_result, unsigned max_parallel,
+                unsigned spin_us);
 
 /* Push a tool function: pops the tool name, function name and arities
  * (a sequence of integers, or nil for any count) from the stack. */

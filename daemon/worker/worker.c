@@ -718,7 +718,8 @@ static void apply_limits(struct job *job, int first)
     job->max_bindings = limit_of(limits, "max_bindings_bytes", DEFAULT_BINDINGS);
     if (first)
         calls_init(&job->calls, job->fd, job->max_result,
-                   (unsigned)limit_of(limits, "max_parallel_calls", 1));
+                   (unsigned)limit_of(limits, "max_parallel_calls", 1),
+                   (unsigned)limit_of(limits, "tool_spin_us", 0));
     job->cpu_start = cpu_us();
     luaenv_apply(job->env, &lim);
 }
