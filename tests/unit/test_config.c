@@ -137,6 +137,11 @@ static void assert_config_equal(const struct config *a, const struct config *b)
     assert_int_equal(a->max_code_bytes, b->max_code_bytes);
     assert_int_equal(a->log_level, b->log_level);
     assert_int_equal(a->shutdown_grace_ms, b->shutdown_grace_ms);
+    assert_int_equal(a->max_input_bytes, b->max_input_bytes);
+    assert_int_equal(a->max_parallel_calls, b->max_parallel_calls);
+    assert_int_equal(a->max_sessions, b->max_sessions);
+    assert_int_equal(a->session_idle_timeout_ms, b->session_idle_timeout_ms);
+    assert_int_equal(a->tool_spin_us, b->tool_spin_us);
     assert_opt_string_equal(a->worker_user, b->worker_user);
     assert_opt_string_equal(a->worker_group, b->worker_group);
     assert_opt_string_equal(a->worker_chroot, b->worker_chroot);
@@ -171,6 +176,7 @@ static void test_builtin_defaults(void **state)
     assert_int_equal(c.max_parallel_calls, 16);
     assert_int_equal(c.max_sessions, 8);
     assert_int_equal(c.session_idle_timeout_ms, 300000);
+    assert_int_equal(c.tool_spin_us, 200);
     assert_string_equal(c.worker_user, "nobody");
     assert_string_equal(c.worker_group, "nogroup");
     assert_string_equal(c.worker_chroot, "/var/empty");
@@ -233,6 +239,7 @@ static const char all_keys[] =
     "max_parallel_calls = 3\n"
     "max_sessions = 0\n"
     "session_idle_timeout_ms = 1500\n"
+    "tool_spin_us = 10000\n"
     "[worker]\n"
     "user = root\n"
     "group = root\n"
@@ -286,6 +293,7 @@ static void test_every_key(void **state)
     assert_int_equal(c.max_parallel_calls, 3);
     assert_int_equal(c.max_sessions, 0);
     assert_int_equal(c.session_idle_timeout_ms, 1500);
+    assert_int_equal(c.tool_spin_us, 10000);
     assert_string_equal(c.worker_user, "root");
     assert_string_equal(c.worker_group, "root");
     assert_null(c.worker_chroot);
@@ -548,6 +556,29 @@ static void test_daemon_value_errors(void **state)
     expect_one_error("[worker]\nuser =\n", 2, "bad value for user: '' (empty");
     expect_one_error("[worker]\ngroup =\n", 2, "bad value for group");
     expect_one_error("[worker]\nchroot = var/empty\n", 2, "absolute path");
+}
+
+/* tool_spin_us is CPU a worker may spend per tool call: 0..CHAN_SPIN_US_MAX. */
+static void test_tool_spin_us(void **state)
+{
+    struct config c;
+    struct errs e;
+
+    (void)state;
+    config_defaults(&c);
+    assert_int_equal(load_text(&c, "[daemon]\ntool_spin_us = 0\n", &e), 0);
+    assert_int_equal(c.tool_spin_us, 0);
+    assert_int_equal(load_text(&c, "[daemon]\ntool_spin_us = 10000\n", &e), 0);
+    assert_int_equal(c.tool_spin_us, 10000);
+    assert_int_equal(load_text(&c, "[daemon]\n", &e), 0);
+    assert_int_equal(c.tool_spin_us, 200);         /* a reload starts from the default */
+    config_free(&c);
+    expect_one_error("[daemon]\ntool_spin_us = 10001\n", 2, "tool_spin_us 10001 is above 10000");
+    expect_one_error("[daemon]\ntool_spin_us = 4294967295\n", 2, "tool_spin_us");
+    expect_one_error("[daemon]\ntool_spin_us = fast\n", 2, "bad value for tool_spin_us: 'fast'");
+    expect_one_error("[daemon]\ntool_spin_us = -1\n", 2, "bad value for tool_spin_us: '-1'");
+    expect_one_error("[daemon]\ntool_spin_us = 1K\n", 2, "bad value for tool_spin_us: '1K'");
+    expect_one_error("[daemon]\ntool_spin_us =\n", 2, "bad value for tool_spin_us");
 }
 
 static void test_cross_key_errors(void **state)
@@ -879,6 +910,7 @@ int main(void)
         cmocka_unit_test(test_infinity_where_not_allowed),
         cmocka_unit_test(test_daemon_value_errors),
         cmocka_unit_test(test_cross_key_errors),
+        cmocka_unit_test(test_tool_spin_us),
         cmocka_unit_test(test_every_error_is_reported),
         cmocka_unit_test_setup_teardown(test_resolve_defaults, setup_config, teardown_config),
         cmocka_unit_test_setup_teardown(test_resolve_every_key, setup_config, teardown_config),

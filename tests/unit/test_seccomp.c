@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <lauxlib.h>
 #include <linux/audit.h>
@@ -516,6 +517,41 @@ static void test_lua_runs_under_filter(void **state)
     assert_exit(run_default(body_lua), 0);
 }
 
+/* A look at the channel: poll with one descriptor and a zero timeout, the
+ * way a worker waits for a tool answer (daemon/worker/calls.c), through
+ * libc's wrapper.  Nothing is ready, then the parent's byte is. */
+static int body_poll_look(void)
+{
+    struct pollfd pf = { .fd = WORKER_CHAN_FD, .events = POLLIN };
+    char c;
+    int n;
+
+    if (poll(&pf, 1, 0) != 0)
+        return 1;
+    if (write(WORKER_CHAN_FD, "r", 1) != 1)
+        return 2;
+    while ((n = poll(&pf, 1, 0)) == 0)
+        ;
+    if (n != 1 || !(pf.revents & POLLIN))
+        return 3;
+    return read(WORKER_CHAN_FD, &c, 1) == 1 && c == 'g' ? 0 : 4;
+}
+
+static void test_poll_look(void **state)
+{
+    (void)state;
+    const struct spawn_opts so = { .layout = default_layout };
+    int sock;
+    char c = 0;
+    pid_t pid = spawn(body_poll_look, &so, &sock);
+    assert_true(pid > 0);
+    assert_int_equal(read(sock, &c, 1), 1);
+    assert_int_equal(c, 'r');
+    assert_int_equal(write(sock, "g", 1), 1);
+    assert_exit(wait_child(pid), 0);
+    close(sock);
+}
+
 /* ------------------------------------------------------- forbidden calls */
 
 static int body_write_stdout(void) { return write(1, "x", 1) == 1 ? 0 : 1; }
@@ -537,6 +573,26 @@ static int body_fork(void)
     if (pid == 0)
         _exit(0);
     return pid > 0 ? 0 : 1;
+}
+
+/* poll that could wait, or watch more than one descriptor; ppoll at all.
+ * Raw syscalls: the filter sees exactly these arguments. */
+static int poll_raw(nfds_t n, int timeout)
+{
+    struct pollfd pf[2] = { { .fd = WORKER_CHAN_FD, .events = POLLIN },
+                            { .fd = WORKER_CHAN_FD, .events = POLLIN } };
+    return (int)syscall(SYS_poll, pf, n, timeout) >= 0 ? 0 : 1;
+}
+
+static int body_poll_timeout(void) { return poll_raw(1, 10); }
+static int body_poll_forever(void) { return poll_raw(1, -1); }
+static int body_poll_two_fds(void) { return poll_raw(2, 0); }
+
+static int body_ppoll_raw(void)
+{
+    struct pollfd pf = { .fd = WORKER_CHAN_FD, .events = POLLIN };
+    struct timespec zero = { 0, 0 };
+    return (int)syscall(SYS_ppoll, &pf, 1, &zero, NULL, 0) >= 0 ? 0 : 1;
 }
 
 static int body_vfork_raw(void) { return syscall(SYS_vfork) >= 0 ? 0 : 1; }
@@ -1170,6 +1226,7 @@ int main(void)
         cmocka_unit_test(test_mmap_madvise_munmap),
         cmocka_unit_test(test_exit_syscall),
         cmocka_unit_test(test_lua_runs_under_filter),
+        cmocka_unit_test(test_poll_look),
         FORBIDDEN(write_stdout, SYS_write),
         FORBIDDEN(write_stderr, SYS_write),
         FORBIDDEN(read_stdin, SYS_read),
@@ -1183,6 +1240,10 @@ int main(void)
         FORBIDDEN(kill, SYS_kill),
         FORBIDDEN(ptrace, SYS_ptrace),
         FORBIDDEN(fork, REPORT_ANY),         /* clone; interceptors may differ */
+        FORBIDDEN(poll_timeout, SYS_poll),
+        FORBIDDEN(poll_forever, SYS_poll),
+        FORBIDDEN(poll_two_fds, SYS_poll),
+        FORBIDDEN(ppoll_raw, SYS_ppoll),
         FORBIDDEN(vfork_raw, SYS_vfork),
         FORBIDDEN(clone3_raw, SYS_clone3),
         FORBIDDEN(execve, SYS_execve),
