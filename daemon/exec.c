@@ -423,6 +423,18 @@ static void cpu_cb(struct ev_loop *loop, ev_timer *t, int revents)
     ev_timer_start(loop, t);
 }
 
+/* The job's limits.tool_spin_us, taken when it is sent: by then w counts
+ * as busy, as it does for every TOOL_RESULT (spin_hint).  The value the
+ * request put there (methods.c) left w out, so a job for the last free CPU
+ * would have looked at its channel for its first answer. */
+static void job_spin_hint(const struct sup *s, json_t *job)
+{
+    json_t *l = json_object_get(job, "limits");
+
+    if (json_is_object(l))
+        json_object_set_new(l, "tool_spin_us", json_integer((json_int_t)sched_spin_hint(s)));
+}
+
 /* STARTING -> RUNNING: send the job and start the clocks. */
 static void exec_run(struct exec *e, struct wproc *w)
 {
@@ -434,6 +446,7 @@ static void exec_run(struct exec *e, struct wproc *w)
     w->exec = e;
     e->t_start = ev_time();
     wproc_apply_limits(w, &e->lim);
+    job_spin_hint(s, e->job);
     if (e->job_bindings)
         json_object_set_new(e->job, "bindings", jp_token(0));
     if ((rc = wproc_send_spliced(w, CHAN_JOB, e->job, &sp, e->job_bindings != NULL)) < 0) {

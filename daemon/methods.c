@@ -664,7 +664,7 @@ static json_t *features_new(void)
 
 static json_t *describe_new(const struct sup *s)
 {
-    json_t *d = json_pack("{s:s,s:s,s:i,s:[sssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o,s:I}}",
+    json_t *d = json_pack("{s:s,s:s,s:i,s:[sssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o,s:I}}",
                      "name", "sandboxd", "version", SANDBOXD_VERSION,
                      "protocol_version", SANDBOXD_PROTOCOL,
                      "methods", "execute", "check", "binding_names", "prompt_info", "ping", "describe",
@@ -680,6 +680,7 @@ static json_t *describe_new(const struct sup *s)
                      "max_input_bytes", (json_int_t)s->cfg.max_input_bytes,
                      "max_code_bytes", (json_int_t)s->cfg.max_code_bytes,
                      "max_parallel_calls", (json_int_t)s->cfg.max_parallel_calls,
+                     "tool_spin_us", (json_int_t)s->cfg.tool_spin_us,
                      "state",
                      "workers", (json_int_t)s->procs, "idle_workers", (json_int_t)s->n_idle,
                      "queued", (json_int_t)s->queued, "connections", (json_int_t)s->n_conns,

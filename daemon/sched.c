@@ -61,6 +61,9 @@ unsigned sched_spin_hint(const struct sup *s)
     /* procs counts the idle and the pending too (sup.h) */
     unsigned busy = s->procs > s->n_idle + s->pending ? s->procs - s->n_idle - s->pending : 0;
 
+#if defined(MUTATE_SPIN_BUSY)
+    busy = 0;                           /* mutant: looks even when every CPU has work */
+#endif
     return busy < s->ncpu ? s->cfg.tool_spin_us : 0;
 }
 

@@ -171,6 +171,9 @@ static void adapt_spin(struct calls *c, uint64_t t0)
         if (c->spin_ns > c->spin_max_ns)
             c->spin_ns = c->spin_max_ns;
     } else {                                /* a slow tool: look less */
+#if defined(MUTATE_SPIN_SHRINK)
+        return;                             /* mutant: a slow tool keeps the whole look */
+#endif
         c->spin_ns /= 2;
         if (c->spin_ns < c->spin_max_ns / 16)
             c->spin_ns = 0;

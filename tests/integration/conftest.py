@@ -12,7 +12,8 @@ Fixtures:
   daemon_factory  function-scoped factory: daemon_factory(daemon={...},
                   defaults={...}, ceilings={...}) starts a daemon with those config
                   values over the defaults (stopped and checked at teardown);
-                  rlimits={resource.RLIMIT_X: (soft, hard)} starts it under them
+                  rlimits={resource.RLIMIT_X: (soft, hard)} starts it under them;
+                  cpus={0} starts it on those CPUs only (sched_setaffinity)
   sandboxd_bin, sandboxctl_bin, scale
 
 A daemon started as another user (run_as) runs a copy of SANDBOXD_BIN in a
@@ -156,10 +157,11 @@ class Daemon:
     """One sandboxd process on a private socket."""
 
     def __init__(self, config=None, config_text=None, extra_args=(), check_stop=True,
-                 run_as=None, rlimits=None):
+                 run_as=None, rlimits=None, cpus=None):
         self.tmpdir = tempfile.mkdtemp(prefix="sbxd-", dir="/tmp")
         self.run_as = run_as        # (uid, gid): start the daemon under them (needs root)
         self.rlimits = rlimits or {}    # {resource.RLIMIT_X: (soft, hard)} for the daemon
+        self.cpus = cpus                # CPUs the daemon (and so its workers) may run on
         if run_as:
             os.chown(self.tmpdir, run_as[0], run_as[1])
             os.chmod(self.tmpdir, 0o755)
@@ -188,7 +190,7 @@ class Daemon:
         self.proc = subprocess.Popen(
             [binary, "-c", self.config_path, "-s", self.socket_path] + self.extra_args,
             stdin=subprocess.DEVNULL, stdout=self._err, stderr=self._err,
-            start_new_session=True, preexec_fn=self._set_rlimits if self.rlimits else None,
+            start_new_session=True, preexec_fn=self._set_rlimits if self.rlimits or self.cpus else None,
             **ids)
         deadline = time.monotonic() + ready_timeout
         while True:
@@ -214,6 +216,8 @@ class Daemon:
         import resource
         for res, lim in self.rlimits.items():
             resource.setrlimit(res, lim)
+        if self.cpus:
+            os.sched_setaffinity(0, self.cpus)
 
     @property
     def pid(self):
@@ -410,9 +414,10 @@ def daemon_factory():
     started = []
 
     def make(config_text=None, extra_args=(), check_stop=True, start=True, run_as=None,
-             rlimits=None, **sections):
+             rlimits=None, cpus=None, **sections):
         d = Daemon(config=merge_config(**sections), config_text=config_text,
-                   extra_args=extra_args, check_stop=check_stop, run_as=run_as, rlimits=rlimits)
+                   extra_args=extra_args, check_stop=check_stop, run_as=run_as, rlimits=rlimits,
+                   cpus=cpus)
         started.append(d)
         if start:
             d.start()

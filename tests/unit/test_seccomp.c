@@ -576,11 +576,13 @@ static int body_fork(void)
 }
 
 /* poll that could wait, or watch more than one descriptor; ppoll at all.
- * Raw syscalls: the filter sees exactly these arguments. */
+ * Raw syscalls: the filter sees exactly these arguments.  The channel is
+ * writable, so a filter that let one through would return at once (and
+ * the test fail, not hang). */
 static int poll_raw(nfds_t n, int timeout)
 {
-    struct pollfd pf[2] = { { .fd = WORKER_CHAN_FD, .events = POLLIN },
-                            { .fd = WORKER_CHAN_FD, .events = POLLIN } };
+    struct pollfd pf[2] = { { .fd = WORKER_CHAN_FD, .events = POLLOUT },
+                            { .fd = WORKER_CHAN_FD, .events = POLLOUT } };
     return (int)syscall(SYS_poll, pf, n, timeout) >= 0 ? 0 : 1;
 }
 
@@ -590,7 +592,7 @@ static int body_poll_two_fds(void) { return poll_raw(2, 0); }
 
 static int body_ppoll_raw(void)
 {
-    struct pollfd pf = { .fd = WORKER_CHAN_FD, .events = POLLIN };
+    struct pollfd pf = { .fd = WORKER_CHAN_FD, .events = POLLOUT };
     struct timespec zero = { 0, 0 };
     return (int)syscall(SYS_ppoll, &pf, 1, &zero, NULL, 0) >= 0 ? 0 : 1;
 }

@@ -1,0 +1,122 @@
+"""A worker waiting for a tool answer looks at its channel before it sleeps
+([daemon] tool_spin_us, docs/sandboxd.conf.5; daemon/worker/calls.c): the
+look is the execution's own CPU time, so what it costs is seen in
+stats.cpu_us, the supervisor's measurement of the worker.  The look adapts
+(a slow tool soon stops being looked for), happens only while the busy
+workers are fewer than the CPUs, and never changes what a chunk gets.
+
+CPU time, not wall time, is asserted: a loaded machine gives the worker less
+CPU, which only lowers what a look costs.  The bounds leave room on both
+sides: a look that is switched off or shrinks costs a few ms at most here,
+one that does not costs tens to hundreds of ms even on half a CPU."""
+
+import os
+import time
+
+import pytest
+
+from sbx import NO_REPLY
+
+T = {"name": "T", "functions": ["f"]}
+SPIN_MAX = 10000            # us: CHAN_SPIN_US_MAX, the largest tool_spin_us
+NORMAL = {"priority": "normal"}     # ahead of other low-priority work on a busy machine
+
+
+def base_cpu_us(c):
+    """The CPU of a trivial execution on a fresh worker (its set-up)."""
+    return min(c.exec_ok("return 1")["stats"]["cpu_us"] for _ in range(3))
+
+
+def slow_calls(c, n, delay):
+    """cpu_us of an execution making n sequential calls, each answered after delay s."""
+    def f(a):
+        time.sleep(delay)
+        return a[0]
+    r = c.exec_ok("local s = 0 for i = 1, %d do s = s + T.f(i) end return s" % n,
+                  tools=[T], handlers={"T.f": f}, limits=NORMAL)
+    assert r["value"] == n * (n + 1) // 2
+    assert r["stats"]["tool_calls"] == n
+    return r["stats"]["cpu_us"]
+
+
+def two_cpus():
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs 2 CPUs: with one, the daemon never looks")
+
+
+def test_describe_reports_tool_spin_us(daemon_factory, client):
+    assert client.call("describe").result["daemon"]["tool_spin_us"] == 200    # the default
+    for us in (0, SPIN_MAX):
+        d = daemon_factory(daemon={"tool_spin_us": us})
+        with d.client() as c:
+            assert c.call("describe").result["daemon"]["tool_spin_us"] == us
+
+
+def test_slow_tool_costs_a_bounded_look(daemon_factory):
+    """40 calls answered after 15 ms each: the first wait looks for 10 ms, each
+    later one for half as long, down to none (about 20 ms in all).  A look
+    that did not shrink would cost 40 x 10 ms."""
+    d = daemon_factory(daemon={"tool_spin_us": SPIN_MAX})
+    with d.client() as c:
+        cpu = slow_calls(c, 40, 0.015)
+    assert cpu < 100000, "40 slow tool calls cost %d us of the worker's CPU" % cpu
+
+
+def test_a_slow_answer_is_looked_for(daemon_factory):
+    """With a CPU to spare the worker looks (5 slow calls: about 20 ms of
+    looking); with tool_spin_us = 0 it sleeps at once."""
+    two_cpus()
+    extra = {}
+    for us in (SPIN_MAX, 0):
+        d = daemon_factory(daemon={"tool_spin_us": us})
+        with d.client() as c:
+            base = base_cpu_us(c)
+            extra[us] = slow_calls(c, 5, 0.05) - base
+    assert extra[SPIN_MAX] > 4000, extra
+    assert extra[0] < 3000, extra
+
+
+def test_no_look_when_every_cpu_has_work(daemon_factory):
+    """A daemon on one CPU: the worker is the busy one (1 >= 1 CPU), so the
+    job and every answer say 0 and it sleeps at once, even with the largest
+    tool_spin_us; its look could only take the CPU the supervisor needs."""
+    d = daemon_factory(daemon={"tool_spin_us": SPIN_MAX}, cpus={min(os.sched_getaffinity(0))})
+    with d.client() as c:
+        base = base_cpu_us(c)
+        extra = slow_calls(c, 5, 0.05) - base
+    assert extra < 3000, "5 slow calls on one CPU cost %d us above a trivial run" % extra
+
+
+def test_parallel_answered_in_reverse_while_looking(daemon_factory):
+    d = daemon_factory(daemon={"tool_spin_us": SPIN_MAX})
+    with d.client() as c:
+        i = c.send_execute("local fs = {} for k = 1, 16 do fs[k] = function() return T.f(k) end end "
+                           "return parallel(table.unpack(fs))",
+                           tools=[T], handlers={"T.f": lambda a: NO_REPLY}, limits=NORMAL)
+        calls = [c.wait_deferred(k) for k in range(1, 17)]
+        assert sorted(x.args[0] for x in calls) == list(range(1, 17))
+        for x in reversed(calls):
+            time.sleep(0.002)
+            c.reply(x, result=x.args[0] * 10)
+        r = c.wait(i)
+        assert r.ok, r
+        assert r.result["value"] == [k * 10 for k in range(1, 17)]
+        assert r.result["stats"]["tool_calls"] == 16
+
+
+def test_session_chunks_with_tool_calls_while_looking(daemon_factory):
+    d = daemon_factory(daemon={"tool_spin_us": SPIN_MAX})
+    with d.client() as c:
+        r = c.call("session/open", {"tools": [T], "limits": NORMAL})
+        assert r.ok, r
+        sid = r.result["session"]
+        handlers = {"T.f": lambda a: a[0] + 1}
+        for k, code in enumerate([
+                "n = T.f(1) + T.f(2) return n",                     # 2 + 3
+                "n = n + T.f(n) return n",                          # 5 + 6
+                "return parallel(function() return T.f(n) end, function() return T.f(-n) end)",
+        ]):
+            r = c.execute(code, session=sid, handlers=handlers)
+            assert r.ok, (k, r)
+            assert r.result["value"] == [5, 11, [12, -10]][k], (k, r)
+        assert c.call("session/close", {"session": sid}).ok
