@@ -13,8 +13,22 @@
  * JP_MAX_DEPTH.  Consecutive small elements of a large container go to
  * jansson together, wrapped in a container of the same kind, so the cost
  * per element stays jansson's.
+ *
+ * One exception: a string value larger than `chunk` (the megabytes of a
+ * returned text) is checked here, by jansson's own rules for a string
+ * value, because jansson would copy it byte by byte into a buffer and then
+ * into a string only to free both: two thirds of the supervisor's time for
+ * such a message.  The rules (jansson 2.14 lex_scan_string): no byte below
+ * 0x20; a backslash is followed by one of "\/bfnrt or by u and four hex
+ * digits; a \u escape of a high surrogate is followed by a \u escape of a
+ * low one, and a low one never stands alone; \u0000 is allowed (the caller
+ * passes JSON_ALLOW_NUL); the bytes are strict UTF-8 (codec_utf8_valid).
+ * Keys still go to jansson, which refuses a NUL in them.  fuzz_jsonpass
+ * holds the two to the same answers.
  */
 #include "proto/jsonpass.h"
+
+#include "proto/codec.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -45,14 +59,20 @@ static size_t skip_ws(const char *s, size_t n, size_t i)
 }
 
 /* Index after the closing quote of the string opening at s[i]; FAIL when
- * it does not close before n. */
+ * it does not close before n.  A quote closes it when an even number of
+ * backslashes (inside the string) stands right before it: memchr finds the
+ * quotes, so a megabyte of text is not looked at byte by byte. */
 static size_t string_end(const char *s, size_t n, size_t i)
 {
-    for (i++; i < n; i++) {
-        if (s[i] == '\\')
-            i++;
-        else if (s[i] == '"')
-            return i + 1;
+    size_t open = i;
+    const char *q;
+
+    for (i++; i < n && (q = memchr(s + i, '"', n - i)) != NULL; i = (size_t)(q - s) + 1) {
+        size_t k = (size_t)(q - s), bs = 0;
+        while (k - bs > open + 1 && s[k - bs - 1] == '\\')
+            bs++;
+        if (bs % 2 == 0)
+            return (size_t)(q - s) + 1;
     }
     return FAIL;
 }
@@ -143,6 +163,66 @@ static int jansson_wrapped(char open, const char *s, size_t n, const char *close
     return rc;
 }
 
+/* The value of the four hex digits at s[0..4), or -1. */
+static long hex4(const char *s)
+{
+    long v = 0;
+
+    for (int i = 0; i < 4; i++) {
+        unsigned char c = (unsigned char)s[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+                c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* 0 when p[0..n) is one JSON string value jansson accepts (see the header
+ * comment for the rules), else -1. */
+static int string_ok(const char *p, size_t n)
+{
+    size_t i = 1, j;
+
+    if (n < 2 || p[0] != '"' || p[n - 1] != '"')
+        return -1;
+    n--;                                        /* the closing quote */
+    while (i < n) {
+        unsigned char c = (unsigned char)p[i];
+        long u, lo;
+
+        if (c >= 0x80) {                        /* a run of multi-byte sequences */
+            for (j = i; j < n && (unsigned char)p[j] >= 0x80; j++)
+                ;
+#if !defined(MUTATE_STRING_UTF8)
+            if (!codec_utf8_valid(p + i, j - i))
+                return -1;
+#endif
+            i = j;
+        } else if (c < 0x20 || c == '"') {
+            return -1;                          /* a quote ends the string early */
+        } else if (c != '\\') {
+            i++;
+        } else if (i + 1 < n && strchr("\"\\/bfnrt", p[i + 1]) && p[i + 1] != '\0') {
+            i += 2;
+        } else if (i + 6 <= n && p[i + 1] == 'u' && (u = hex4(p + i + 2)) >= 0) {
+            i += 6;
+            if (u >= 0xDC00 && u <= 0xDFFF)
+                return -1;                      /* a low surrogate alone */
+            if (u >= 0xD800 && u <= 0xDBFF) {   /* a high one: its low one follows */
+                if (i + 6 > n || p[i] != '\\' || p[i + 1] != 'u' ||
+                    (lo = hex4(p + i + 2)) < 0xDC00 || lo > 0xDFFF)
+                    return -1;
+                i += 6;
+            }
+        } else {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int check(const char *p, size_t len, size_t outside, int md, size_t chunk);
 
 /* A large container p[0..len) (p[0] is '[' or '{'), `outside` containers
@@ -216,6 +296,8 @@ static int check(const char *p, size_t len, size_t outside, int md, size_t chunk
 #if defined(MUTATE_PASS_WALK)
     chunk = SIZE_MAX;                   /* mutant: jansson builds the whole */
 #endif
+    if (len > chunk && p[0] == '"')
+        return string_ok(p, len);
     if (len <= chunk || (p[0] != '[' && p[0] != '{'))
         return jansson_ok(p, len);
     return walk(p, len, outside, chunk);

@@ -26,8 +26,8 @@ LIBS="$PKG_LIBS -lm"
 # not daemon/worker/luaenv.c).
 srcs_for() {
     case $1 in
-    fuzz_ndjson_rpc) echo "proto/inbuf.c proto/ndjson.c proto/jsonrpc.c proto/jsonpass.c" ;;
-    fuzz_jsonpass)   echo "proto/jsonpass.c" ;;
+    fuzz_ndjson_rpc) echo "proto/inbuf.c proto/ndjson.c proto/jsonrpc.c proto/jsonpass.c proto/codec.c" ;;
+    fuzz_jsonpass)   echo "proto/jsonpass.c proto/codec.c" ;;
     fuzz_chan)       echo "proto/inbuf.c proto/chan.c" ;;
     fuzz_codec)      echo "proto/codec.c" ;;
     fuzz_bindings)   echo "proto/codec.c proto/bindings.c" ;;

@@ -73,6 +73,35 @@ static char *nested(size_t depth, const char *inner)
     return s;
 }
 
+/* Strings longer than the chunk are judged by jsonpass itself: every rule
+ * of jansson's string lexer, alone, inside text and inside containers. */
+static void test_long_strings_as_jansson(void **state)
+{
+    static const char *const body[] = {
+        "plain text", "\\\"\\/\\b\\f\\n\\r\\t\\\\", "\\x", "\\", "\\ ", "\\u", "\\u12",
+        "\\u12g4", "\\u0041", "\\u00e9\\u00E9", "\\u0000", "\\ud800", "\\udc00", "\\ud800\\u0041",
+        "\\ud800\\ud800", "\\ud800\\udc00", "\\uDBFF\\uDFFF", "\\ud800x", "\\ud800\\n",
+        "\\ud800\\u", "\\ud800\\udc0", "\\udfff\\ud800", "\x01", "\x1f", "\x7f", "\t",
+        "\xc3\xa9", "\xc3", "\xc3x", "\xc0\x80", "\xc1\xbf", "\xe0\x80\x80", "\xe0\xa0\x80",
+        "\xed\x9f\xbf", "\xed\xa0\x80", "\xef\xbf\xbf", "\xf0\x8f\xbf\xbf",
+        "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80",
+        "\xff", "\x80", "\xe2\x82", "\xe2\x82\xac\xe2\x82\xac", "\xf0\x9f\x98\x80",
+    };
+    char buf[256];
+    (void)state;
+    for (size_t i = 0; i < sizeof body / sizeof *body; i++) {
+        static const char *const frame[][2] = {
+            { "\"", "\"" }, { "\"ab", "cd\"" }, { "[\"", "\"]" }, { "{\"k\":\"", "\"}" },
+            { "[[\"k\",\"x", "x\"],1]" },
+        };
+        for (size_t f = 0; f < sizeof frame / sizeof *frame; f++) {
+            int n = snprintf(buf, sizeof buf, "%s%s%s", frame[f][0], body[i], frame[f][1]);
+            agree(buf, (size_t)n);
+        }
+    }
+    agree("\"a\0b\"", 5);                  /* a raw NUL in a long string */
+}
+
 /* jansson's limit: no value deeper than 2048, scalars counted. */
 static void test_depth_as_jansson(void **state)
 {
@@ -178,6 +207,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agrees_with_jansson),
+        cmocka_unit_test(test_long_strings_as_jansson),
         cmocka_unit_test(test_depth_as_jansson),
         cmocka_unit_test(test_large_containers),
         cmocka_unit_test(test_iterate),
