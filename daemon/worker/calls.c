@@ -78,7 +78,7 @@ void calls_prepare(lua_State *L)
     lua_pop(L, 1);
 }
 
-/* The supervisor's bound on the look (job limits, then each answer). */
+/* The supervisor's bound on the look (each job's limits, then each answer). */
 static void set_spin(struct calls *c, json_int_t us)
 {
     if (us < 0)
@@ -88,6 +88,11 @@ static void set_spin(struct calls *c, json_int_t us)
     c->spin_max_ns = (uint64_t)us * 1000u;
     if (c->spin_ns > c->spin_max_ns)
         c->spin_ns = c->spin_max_ns;
+}
+
+void calls_set_spin(struct calls *c, unsigned spin_us)
+{
+    set_spin(c, spin_us);
 }
 
 void calls_init(struct calls *c, int fd, size_t max_result, unsigned max_parallel,

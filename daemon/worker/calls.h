@@ -53,6 +53,11 @@ void calls_prepare(lua_State *L);
 void calls_init(struct calls *c, int fd, size_t max_result, unsigned max_parallel,
                 unsigned spin_us);
 
+/* A later job of the same worker (a session's chunk): its spin_us bounds
+ * the look from now on, as each answer's does (the work on the other CPUs
+ * may have changed since the last answer). */
+void calls_set_spin(struct calls *c, unsigned spin_us);
+
 /* Push a tool function: pops the tool name, function name and arities
  * (a sequence of integers, or nil for any count) from the stack. */
 void calls_push_tool(lua_State *L, struct calls *c);

@@ -697,7 +697,8 @@ static void apply_rlimits(struct job *job, json_t *limits)
 }
 
 /* The job's limits; the first job of the worker also sets up the tool
- * calls (their numbering runs on across a session's chunks). */
+ * calls (their numbering runs on across a session's chunks), a later one
+ * only bounds their look at the channel. */
 static void apply_limits(struct job *job, int first)
 {
     json_t *limits = json_object_get(job->spec, "limits");
@@ -720,6 +721,10 @@ static void apply_limits(struct job *job, int first)
         calls_init(&job->calls, job->fd, job->max_result,
                    (unsigned)limit_of(limits, "max_parallel_calls", 1),
                    (unsigned)limit_of(limits, "tool_spin_us", 0));
+#if !defined(MUTATE_SPIN_CHUNK)
+    else
+        calls_set_spin(&job->calls, (unsigned)limit_of(limits, "tool_spin_us", 0));
+#endif
     job->cpu_start = cpu_us();
     luaenv_apply(job->env, &lim);
 }
