@@ -28,6 +28,7 @@
 #include "proto/bindings.h"
 #include "proto/chan.h"
 #include "proto/codec.h"
+#include "proto/jsonpass.h"
 
 #define JOB_MAX_BYTES       CHAN_JOB_MAX
 #define TEXT_MAX            8192            /* messages and tracebacks */
@@ -733,6 +734,7 @@ static void send_end(struct job *job)
 {
     struct luaenv_stats st;
     char *text;
+    size_t len;
 
     if (job->end == NULL)
         _exit(WORKER_EXIT_PROTO);   /* out of memory building it: nothing to send */
@@ -744,8 +746,9 @@ static void send_end(struct job *job)
                             "heap_peak_bytes", (json_int_t)st.heap_peak_bytes,
                             "cpu_us", (json_int_t)(cpu_us() - job->cpu_start)));
     }
-    text = json_dumps(job->end, JSON_COMPACT);
-    if (text == NULL || chan_send(job->fd, job->end_type, text, strlen(text)) != 0)
+    /* a long string (a binding, the value) is quoted in one pass */
+    text = jp_dump_big(job->end, JP_CHUNK, &len);
+    if (text == NULL || chan_send(job->fd, job->end_type, text, len) != 0)
         _exit(WORKER_EXIT_PROTO);
 }
 

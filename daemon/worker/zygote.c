@@ -31,6 +31,7 @@
 #include "daemon/worker/worker.h"
 #include "policy/contain.h"
 #include "policy/seccomp.h"
+#include "proto/jsonpass.h"
 
 extern char **environ;
 
@@ -166,6 +167,7 @@ void zygote_main(int argc, char **argv)
     /* jansson seeds its hash function from /dev/urandom on first use; do it
      * here, where open() is still allowed, not in a worker under seccomp. */
     json_object_seed(0);
+    jp_init();                  /* getrandom, which a worker may not call */
     opts.devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (opts.devnull < 0) {
         log_err("zygote: /dev/null: %s", strerror(errno));
