@@ -58,8 +58,16 @@ static int has_capacity(const struct sup *s)
 
 unsigned sched_spin_hint(const struct sup *s)
 {
-    /* procs counts the idle and the pending too (sup.h) */
-    unsigned busy = s->procs > s->n_idle + s->pending ? s->procs - s->n_idle - s->pending : 0;
+    /* procs counts the idle, the pending and the killed too (sup.h); a
+     * killed worker's exit is short, and after an answer the next job may
+     * start before its reap */
+    unsigned other = s->n_idle + s->pending + s->n_killed;
+    unsigned busy;
+
+#if defined(MUTATE_SPIN_KILLED)
+    other -= s->n_killed;               /* mutant: a killed worker is busy until its reap */
+#endif
+    busy = s->procs > other ? s->procs - other : 0;
 
 #if defined(MUTATE_SPIN_BUSY)
     busy = 0;                           /* mutant: looks even when every CPU has work */

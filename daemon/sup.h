@@ -9,6 +9,7 @@
  *              never above cfg.max_workers.
  *   idle     = workers in the warm pool, not yet given a job.
  *   pending  = spawn requests the zygote has not answered.
+ *   killed   = workers killed and not yet reaped (still in procs).
  *   starting = executions in STARTING, each waiting for the next worker.
  *   queued   = executions in QUEUED, across all connections.
  */
@@ -68,6 +69,7 @@ struct sup {
     /* scheduling (see header comment) */
     unsigned procs, pending, queued;
     unsigned n_idle, n_starting;
+    unsigned n_killed;
     unsigned ncpu;                /* CPUs this process may run on (>= 1) */
     pid_t    reaped_unknown[64]; /* exited before the zygote's hand-over was read */
     int      reaped_status[64];

@@ -162,6 +162,7 @@ void wproc_kill(struct wproc *w)
     if (w->killed)
         return;
     w->killed = 1;
+    w->sup->n_killed++;         /* counted down at the reap */
     kill(-w->pid, SIGKILL);
     kill(w->pid, SIGKILL);
     ev_io_stop(w->sup->loop, &w->rio);
@@ -420,6 +421,8 @@ void wproc_exited(struct wproc *w, int status, uint64_t cpu_us)
 
     w->reaped = 1;
     w->cpu_us_final = cpu_us;
+    if (w->killed)
+        sup_count_down(&s->n_killed, "n_killed");
     if (!w->killed && w->fd >= 0)
         wproc_drain(w, SIZE_MAX); /* an end frame may still sit in the socket */
     d.has_syscall = w->has_syscall;  /* containment: the SIGSYS report, if any */
