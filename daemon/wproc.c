@@ -162,11 +162,14 @@ void wproc_kill(struct wproc *w)
     if (w->killed)
         return;
     w->killed = 1;
-    w->sup->n_killed++;         /* counted down at the reap */
-    kill(-w->pid, SIGKILL);
-    kill(w->pid, SIGKILL);
     ev_io_stop(w->sup->loop, &w->rio);
     ev_io_stop(w->sup->loop, &w->wio);
+    if (w->reaped)              /* killed by its own end frame, read at the reap:
+                                 * its pid may be another process's already */
+        return;
+    w->sup->n_killed++;         /* counted down at the reap (wproc_exited) */
+    kill(-w->pid, SIGKILL);
+    kill(w->pid, SIGKILL);
 }
 
 void wproc_violation(struct wproc *w, const char *why)
@@ -419,10 +422,12 @@ void wproc_exited(struct wproc *w, int status, uint64_t cpu_us)
     struct exec_evdata d = { .status = status };
     int pooled;
 
-    w->reaped = 1;
-    w->cpu_us_final = cpu_us;
+    /* killed before now: counted in n_killed; the drain below may still
+     * kill it (its end frame finishes the execution), uncounted */
     if (w->killed)
         sup_count_down(&s->n_killed, "n_killed");
+    w->reaped = 1;
+    w->cpu_us_final = cpu_us;
     if (!w->killed && w->fd >= 0)
         wproc_drain(w, SIZE_MAX); /* an end frame may still sit in the socket */
     d.has_syscall = w->has_syscall;  /* containment: the SIGSYS report, if any */
