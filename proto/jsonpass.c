@@ -163,8 +163,7 @@ static int jansson_wrapped(char open, const char *s, size_t n, const char *close
     return rc;
 }
 
-/* The value of the four hex digits at s[0..4), or -1. */
-static long hex4(const char *s)
+long jp_hex4(const char *s)
 {
     long v = 0;
 
@@ -206,13 +205,13 @@ static int string_ok(const char *p, size_t n)
             i++;
         } else if (i + 1 < n && strchr("\"\\/bfnrt", p[i + 1]) && p[i + 1] != '\0') {
             i += 2;
-        } else if (i + 6 <= n && p[i + 1] == 'u' && (u = hex4(p + i + 2)) >= 0) {
+        } else if (i + 6 <= n && p[i + 1] == 'u' && (u = jp_hex4(p + i + 2)) >= 0) {
             i += 6;
             if (u >= 0xDC00 && u <= 0xDFFF)
                 return -1;                      /* a low surrogate alone */
             if (u >= 0xD800 && u <= 0xDBFF) {   /* a high one: its low one follows */
                 if (i + 6 > n || p[i] != '\\' || p[i + 1] != 'u' ||
-                    (lo = hex4(p + i + 2)) < 0xDC00 || lo > 0xDFFF)
+                    (lo = jp_hex4(p + i + 2)) < 0xDC00 || lo > 0xDFFF)
                     return -1;
                 i += 6;
             }
@@ -508,76 +507,3 @@ void jp_init(void)
     init_nonce();
 }
 
-/* A string of a container that jp_dump_big swapped for a token. */
-struct swapped {
-    json_t *parent, *orig;      /* orig: the reference the parent held */
-    const char *key;            /* objects: the member's key (the parent's) */
-    size_t index;               /* arrays */
-};
-
-static void swap_big(json_t *v, size_t big, struct swapped *sw, struct jp_splice *sp, size_t *n,
-                     int depth)
-{
-    const char *key;
-    json_t *m;
-    size_t i;
-
-    if (depth > JP_MAX_DEPTH)
-        return;
-    if (json_is_object(v)) {
-        json_object_foreach(v, key, m) {
-            if (*n == 16)
-                return;
-            if (json_is_string(m) && json_string_length(m) > big) {
-                sw[*n] = (struct swapped){ v, json_incref(m), key, 0 };
-                sp[*n].raw.p = jp_quote(json_string_value(m), json_string_length(m), &sp[*n].raw.n);
-                if (!sp[*n].raw.p || json_object_set_new(v, key, jp_token((unsigned)*n)) < 0) {
-                    free((char *)sp[*n].raw.p);
-                    json_decref(m);
-                    return;
-                }
-                (*n)++;
-            } else {
-                swap_big(m, big, sw, sp, n, depth + 1);
-            }
-        }
-    } else if (json_is_array(v)) {
-        json_array_foreach(v, i, m) {
-            if (*n == 16)
-                return;
-            if (json_is_string(m) && json_string_length(m) > big) {
-                sw[*n] = (struct swapped){ v, json_incref(m), NULL, i };
-                sp[*n].raw.p = jp_quote(json_string_value(m), json_string_length(m), &sp[*n].raw.n);
-                if (!sp[*n].raw.p || json_array_set_new(v, i, jp_token((unsigned)*n)) < 0) {
-                    free((char *)sp[*n].raw.p);
-                    json_decref(m);
-                    return;
-                }
-                (*n)++;
-            } else {
-                swap_big(m, big, sw, sp, n, depth + 1);
-            }
-        }
-    }
-}
-
-char *jp_dump_big(json_t *v, size_t big, size_t *len)
-{
-    struct swapped sw[16];
-    struct jp_splice sp[16];
-    size_t n = 0;
-    char *out;
-
-    swap_big(v, big, sw, sp, &n, 1);
-    out = n ? jp_dump_spliced(v, sp, n, len) : json_dumps(v, JSON_COMPACT);
-    if (out && !n)
-        *len = strlen(out);
-    while (n-- > 0) {           /* put the strings back, the last swapped first */
-        if (sw[n].key)
-            json_object_set_new(sw[n].parent, sw[n].key, sw[n].orig);
-        else
-            json_array_set_new(sw[n].parent, sw[n].index, sw[n].orig);
-        free((char *)sp[n].raw.p);
-    }
-    return out;
-}

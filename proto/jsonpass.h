@@ -76,13 +76,8 @@ json_t *jp_token(unsigned i);
  * or when a token does not occur exactly once. */
 char *jp_dump_spliced(const json_t *v, const struct jp_splice *sp, size_t nsp, size_t *len);
 
-/* Serialise the object or array v compactly, as json_dumps(JSON_COMPACT)
- * would in value, but with up to 16 string values longer than `big` bytes
- * quoted by jp_quote and spliced in: jansson writes a string out piece by
- * piece, about a third of a worker's time for a megabyte binding.  v is
- * unchanged afterwards.  A malloc'd buffer of *len bytes, or NULL when out
- * of memory. */
-char *jp_dump_big(json_t *v, size_t big, size_t *len);
+/* The value of the four hex digits at s[0..4) (a \u escape), or -1. */
+long jp_hex4(const char *s);
 
 /* Draw the splice tokens' nonce now (getrandom), before a seccomp filter
  * that forbids it; the tokens would otherwise draw it on first use. */

@@ -28,6 +28,8 @@
 #include "daemon/worker/worker.h"
 #include "proto/chan.h"
 #include "proto/codec.h"
+#include "proto/jsonbig.h"
+#include "proto/jsonpass.h"
 
 #define JSONBOX  "sandboxd.jsonbox"
 #define TEXT_MAX 8192           /* the message of a tool error */
@@ -203,7 +205,7 @@ static void read_answer(struct calls *c)
         type != CHAN_TOOL_RESULT)
         _exit(WORKER_EXIT_PROTO);
     adapt_spin(c, t0);
-    j = json_loadb(payload, len, JSON_ALLOW_NUL, NULL);
+    j = jp_load(payload, len, JP_CHUNK);            /* a long answer in one pass */
     free(payload);
     set_spin(c, json_integer_value(json_object_get(j, "spin_us")));
     k = json_object_get(j, "call");

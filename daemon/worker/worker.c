@@ -28,6 +28,7 @@
 #include "proto/bindings.h"
 #include "proto/chan.h"
 #include "proto/codec.h"
+#include "proto/jsonbig.h"
 #include "proto/jsonpass.h"
 
 #define JOB_MAX_BYTES       CHAN_JOB_MAX
@@ -635,7 +636,7 @@ static void read_job(struct job *job, int first)
     if (chan_recv(job->fd, &type, &payload, &len, JOB_MAX_BYTES) != 0 || type != CHAN_JOB)
         _exit(WORKER_EXIT_PROTO);
     json_decref(job->spec);
-    job->spec = json_loadb(payload, len, JSON_ALLOW_NUL, NULL);
+    job->spec = jp_load(payload, len, JP_CHUNK);    /* long bindings in one pass */
     free(payload);
     op = json_object_get(job->spec, "op");
     code = json_object_get(job->spec, "code");

@@ -1,7 +1,8 @@
 /*
  * fuzz_jsonpass.c - proto/jsonpass: validation without a tree must accept
  * exactly what jansson accepts, whatever the chunk size; walking and
- * splicing a validated text must give back the same JSON.
+ * splicing a validated text must give back the same JSON, and so must
+ * loading it with jp_load.
  *
  * Input layout:
  *   byte 0   the chunk size given to jp_validate (1 + byte % 64)
@@ -10,7 +11,8 @@
  * JSON_DECODE_ANY | JSON_ALLOW_NUL) succeeds.  For a valid container, its
  * members walked with jp_iter and put back with jp_dump_spliced (each member
  * value spliced raw) parse equal to the original, unless the text holds a
- * splice token itself (then the splice is refused, never wrong).
+ * splice token itself (then the splice is refused, never wrong).  jp_load
+ * of a valid text equals jansson's tree.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,12 +20,13 @@
 
 #include <jansson.h>
 
+#include "proto/jsonbig.h"
 #include "proto/jsonpass.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     json_error_t je;
-    json_t *ref, *rebuilt, *back;
+    json_t *ref, *rebuilt, *back, *loaded;
     const char *s = (const char *)data + 1;
     size_t n, chunk;
     struct jp_iter it;
@@ -40,6 +43,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ref = json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     if ((jp_validate(s, n, chunk) == 0) != (ref != NULL))
         abort();
+    loaded = jp_load(s, n, chunk);          /* any text: stays within bounds */
+    if (ref && (!loaded || !json_equal(loaded, ref)))
+        abort();
+    json_decref(loaded);
     if (!ref || jp_iter_init(&it, jp_trim(s, n)) < 0) {
         json_decref(ref);
         return 0;

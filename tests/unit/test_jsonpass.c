@@ -179,46 +179,6 @@ static void test_splice(void **state)
 
 /* jp_quote gives the string jansson reads back, for every ASCII byte and
  * some UTF-8. */
-/* jp_dump_big gives the same JSON as json_dumps and leaves the tree as it
- * was: long strings (escapes, control bytes, UTF-8) in objects, arrays and
- * nested ones, more of them than it splices, and short ones beside them. */
-static void test_dump_big(void **state)
-{
-    json_t *v = json_object(), *arr = json_array(), *copy, *back;
-    char big[300];
-    size_t len;
-    char *out;
-    (void)state;
-    for (size_t i = 0; i < sizeof big - 1; i++)
-        big[i] = "ab\"\\\n\x01/\xc3\xa9"[i % 9];    /* 299 bytes: no cut sequence */
-    big[sizeof big - 1] = '\0';
-    json_object_set_new(v, "value", json_string(big));
-    assert_int_equal(json_string_length(json_object_get(v, "value")), 299);
-    json_object_set_new(v, "short", json_string("s"));
-    for (int i = 0; i < 20; i++)
-        json_array_append_new(arr, i % 3 ? json_string(big) : json_pack("[s,i]", big, i));
-    json_object_set_new(v, "bindings", arr);
-    copy = json_deep_copy(v);
-    out = jp_dump_big(v, 100, &len);
-    assert_non_null(out);
-    assert_int_equal(len, strlen(out));
-    back = json_loadb(out, len, 0, NULL);
-    assert_non_null(back);
-    assert_true(json_equal(back, copy));
-    assert_true(json_equal(v, copy));         /* the tree is as it was */
-    free(out);
-    out = jp_dump_big(v, 1000, &len);          /* nothing long: jansson's dump */
-    assert_non_null(out);
-    assert_int_equal(len, strlen(out));
-    json_decref(back);
-    assert_non_null(back = json_loadb(out, len, 0, NULL));
-    assert_true(json_equal(back, copy));
-    free(out);
-    json_decref(back);
-    json_decref(copy);
-    json_decref(v);
-}
-
 static void test_quote(void **state)
 {
     char in[160];
@@ -253,7 +213,6 @@ int main(void)
         cmocka_unit_test(test_iterate),
         cmocka_unit_test(test_splice),
         cmocka_unit_test(test_quote),
-        cmocka_unit_test(test_dump_big),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
