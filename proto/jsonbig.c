@@ -186,50 +186,53 @@ struct swapped {
     size_t index;               /* arrays */
 };
 
-static void swap_big(json_t *v, size_t big, struct swapped *sw, struct jp_splice *sp, size_t *n,
-                     int depth)
+/* Put `with` in the place of member m of v (key for objects, else index).
+ * Takes with; 0 on success. */
+static int put_member(json_t *v, const char *key, size_t index, json_t *with)
+{
+    return key ? json_object_set_new(v, key, with) : json_array_set_new(v, index, with);
+}
+
+/* Member m of v: swap it for token *n when it is a long string (0, or -1
+ * when out of memory: stop), else look inside it. */
+static int swap_member(json_t *v, const char *key, size_t index, json_t *m, size_t big,
+                       struct swapped *sw, struct jp_splice *sp, size_t *n, int depth);
+
+static int swap_big(json_t *v, size_t big, struct swapped *sw, struct jp_splice *sp, size_t *n,
+                    int depth)
 {
     const char *key;
     json_t *m;
     size_t i;
 
     if (depth > JP_MAX_DEPTH)
-        return;
+        return 0;
     if (json_is_object(v)) {
-        json_object_foreach(v, key, m) {
-            if (*n == 16)
-                return;
-            if (json_is_string(m) && json_string_length(m) > big) {
-                sw[*n] = (struct swapped){ v, json_incref(m), key, 0 };
-                sp[*n].raw.p = jp_quote(json_string_value(m), json_string_length(m), &sp[*n].raw.n);
-                if (!sp[*n].raw.p || json_object_set_new(v, key, jp_token((unsigned)*n)) < 0) {
-                    free((char *)sp[*n].raw.p);
-                    json_decref(m);
-                    return;
-                }
-                (*n)++;
-            } else {
-                swap_big(m, big, sw, sp, n, depth + 1);
-            }
-        }
+        json_object_foreach(v, key, m)
+            if (*n == 16 || swap_member(v, key, 0, m, big, sw, sp, n, depth) < 0)
+                return -1;
     } else if (json_is_array(v)) {
-        json_array_foreach(v, i, m) {
-            if (*n == 16)
-                return;
-            if (json_is_string(m) && json_string_length(m) > big) {
-                sw[*n] = (struct swapped){ v, json_incref(m), NULL, i };
-                sp[*n].raw.p = jp_quote(json_string_value(m), json_string_length(m), &sp[*n].raw.n);
-                if (!sp[*n].raw.p || json_array_set_new(v, i, jp_token((unsigned)*n)) < 0) {
-                    free((char *)sp[*n].raw.p);
-                    json_decref(m);
-                    return;
-                }
-                (*n)++;
-            } else {
-                swap_big(m, big, sw, sp, n, depth + 1);
-            }
-        }
+        json_array_foreach(v, i, m)
+            if (*n == 16 || swap_member(v, NULL, i, m, big, sw, sp, n, depth) < 0)
+                return -1;
     }
+    return 0;
+}
+
+static int swap_member(json_t *v, const char *key, size_t index, json_t *m, size_t big,
+                       struct swapped *sw, struct jp_splice *sp, size_t *n, int depth)
+{
+    if (!json_is_string(m) || json_string_length(m) <= big)
+        return swap_big(m, big, sw, sp, n, depth + 1);
+    sw[*n] = (struct swapped){ v, json_incref(m), key, index };
+    sp[*n].raw.p = jp_quote(json_string_value(m), json_string_length(m), &sp[*n].raw.n);
+    if (!sp[*n].raw.p || put_member(v, key, index, jp_token((unsigned)*n)) < 0) {
+        free((char *)sp[*n].raw.p);
+        json_decref(m);
+        return -1;
+    }
+    (*n)++;
+    return 0;
 }
 
 char *jp_dump_big(json_t *v, size_t big, size_t *len)
@@ -239,15 +242,12 @@ char *jp_dump_big(json_t *v, size_t big, size_t *len)
     size_t n = 0;
     char *out;
 
-    swap_big(v, big, sw, sp, &n, 1);
+    (void)swap_big(v, big, sw, sp, &n, 1);    /* what it swapped is spliced */
     out = n ? jp_dump_spliced(v, sp, n, len) : json_dumps(v, JSON_COMPACT);
     if (out && !n)
         *len = strlen(out);
     while (n-- > 0) {           /* put the strings back, the last swapped first */
-        if (sw[n].key)
-            json_object_set_new(sw[n].parent, sw[n].key, sw[n].orig);
-        else
-            json_array_set_new(sw[n].parent, sw[n].index, sw[n].orig);
+        put_member(sw[n].parent, sw[n].key, sw[n].index, sw[n].orig);
         free((char *)sp[n].raw.p);
     }
     return out;
