@@ -18,12 +18,11 @@
 #include "daemon/worker/calls.h"
 
 #include <lauxlib.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "daemon/worker/look.h"
 #include "daemon/worker/luaenv.h"
 #include "daemon/worker/worker.h"
 #include "proto/chan.h"
@@ -80,21 +79,9 @@ void calls_prepare(lua_State *L)
     lua_pop(L, 1);
 }
 
-/* The supervisor's bound on the look (each job's limits, then each answer). */
-static void set_spin(struct calls *c, json_int_t us)
-{
-    if (us < 0)
-        us = 0;
-    if (us > CHAN_SPIN_US_MAX)
-        us = CHAN_SPIN_US_MAX;
-    c->spin_max_ns = (uint64_t)us * 1000u;
-    if (c->spin_ns > c->spin_max_ns)
-        c->spin_ns = c->spin_max_ns;
-}
-
 void calls_set_spin(struct calls *c, unsigned spin_us)
 {
-    set_spin(c, spin_us);
+    look_bound(&c->look, spin_us);
 }
 
 void calls_init(struct calls *c, int fd, size_t max_result, unsigned max_parallel,
@@ -104,8 +91,7 @@ void calls_init(struct calls *c, int fd, size_t max_result, unsigned max_paralle
     c->fd = fd;
     c->max_result = max_result;
     c->max_parallel = max_parallel ? max_parallel : 1;
-    set_spin(c, spin_us);
-    c->spin_ns = c->spin_max_ns;        /* until a tool shows itself slow */
+    look_init(&c->look, spin_us);       /* the whole window until a tool is slow */
     c->pend = calloc(c->max_parallel, sizeof *c->pend);
     if (c->pend == NULL)
         _exit(WORKER_EXIT_PROTO);
@@ -127,66 +113,6 @@ static unsigned send_call(struct calls *c, const char *tool, const char *fn, jso
     return c->next_call;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-/*
- * Before sleeping in read(2) for an answer, look at the channel for up to
- * spin_ns.  On a machine whose idle CPUs halt (a VM without guest halt
- * polling), waking a sleeping process costs an inter-processor interrupt
- * and a halted CPU's exit, on both sides of the channel: a worker that is
- * still looking when the answer comes spares the supervisor the wake-up,
- * and the supervisor's read of the call no longer wakes the worker for
- * nothing (a reader blocked in read(2) is woken by any change of its
- * socket).  The looking is the chunk's own CPU time, so the window adapts
- * as the kernel's halt polling does: an answer that came just after the
- * window doubles it (up to spin_max_ns), one that came much later halves
- * it, so a slow tool costs at most about twice spin_max_ns in all.  The
- * supervisor sets spin_max_ns (0 while every CPU has work: then the look
- * would only take time from another execution).  poll(2) is allowed with one descriptor and a zero timeout only: it can
- * look, never sleep (policy/seccomp.c).  Returns when to measure from.
- */
-static uint64_t spin_for_answer(const struct calls *c)
-{
-    struct pollfd pf = { .fd = c->fd, .events = POLLIN };
-    uint64_t t0;
-
-    if (c->spin_max_ns == 0)
-        return 0;
-    t0 = now_ns();
-    if (c->spin_ns > 0)
-        while (poll(&pf, 1, 0) == 0 && now_ns() - t0 < c->spin_ns)
-            ;
-    return t0;
-}
-
-static void adapt_spin(struct calls *c, uint64_t t0)
-{
-    uint64_t waited;
-
-    if (c->spin_max_ns == 0)
-        return;
-    waited = now_ns() - t0;
-    if (waited <= c->spin_ns)
-        return;                             /* caught while looking */
-    if (waited <= c->spin_max_ns) {         /* just missed: look longer */
-        c->spin_ns = c->spin_ns ? c->spin_ns * 2 : c->spin_max_ns / 8;
-        if (c->spin_ns > c->spin_max_ns)
-            c->spin_ns = c->spin_max_ns;
-    } else {                                /* a slow tool: look less */
-#if defined(MUTATE_SPIN_SHRINK)
-        return;                             /* mutant: a slow tool keeps the whole look */
-#endif
-        c->spin_ns /= 2;
-        if (c->spin_ns < c->spin_max_ns / 16)
-            c->spin_ns = 0;
-    }
-}
-
 /* Read one answer (blocking) and keep it.  It must name an outstanding call. */
 static void read_answer(struct calls *c)
 {
@@ -200,14 +126,14 @@ static void read_answer(struct calls *c)
 
     if (c->outstanding == 0)
         _exit(WORKER_EXIT_PROTO);
-    t0 = spin_for_answer(c);
+    t0 = look_begin(&c->look, c->fd);       /* look.h: why */
     if (chan_recv(c->fd, &type, &payload, &len, CHAN_TOOL_RESULT_MAX) != 0 ||
         type != CHAN_TOOL_RESULT)
         _exit(WORKER_EXIT_PROTO);
-    adapt_spin(c, t0);
+    look_end(&c->look, t0);
     j = jp_load(payload, len, JP_CHUNK);            /* a long answer in one pass */
     free(payload);
-    set_spin(c, json_integer_value(json_object_get(j, "spin_us")));
+    look_bound(&c->look, json_integer_value(json_object_get(j, "spin_us")));
     k = json_object_get(j, "call");
     for (i = 0; json_is_integer(k) && i < c->outstanding; i++)
         if ((json_int_t)c->pend[i] == json_integer_value(k))

@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/worker/look.h"
+
 struct calls_answer;
 
 struct calls {
@@ -39,8 +41,7 @@ struct calls {
     unsigned  outstanding;      /* sent, not yet answered */
     unsigned *pend;             /* their numbers (max_parallel entries), owned */
     struct calls_answer *kept;  /* answered, not yet taken (list), owned */
-    uint64_t  spin_max_ns;      /* longest look at the channel before sleeping */
-    uint64_t  spin_ns;          /* the current look (adapts, see calls.c) */
+    struct look look;           /* at the channel before sleeping (look.h) */
 };
 
 /* In the zygote: register the metatables this module uses in L. */

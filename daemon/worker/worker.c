@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "daemon/worker/calls.h"
+#include "daemon/worker/look.h"
 #include "daemon/worker/luaenv.h"
 #include "proto/bindings.h"
 #include "proto/chan.h"
@@ -47,6 +48,7 @@ struct job {
     int            check;           /* op "check" */
     size_t         max_result, max_bindings;
     struct calls   calls;           /* tool calls and parallel() */
+    struct look    chunks;          /* a session's look for its next job (look.h) */
     /* sessions: op "session", then "chunk" jobs until the worker is killed */
     int            session;
     int            return_bindings; /* this chunk returns its bindings */
@@ -632,9 +634,12 @@ static void read_job(struct job *job, int first)
     char *payload;
     size_t len;
     uint32_t type;
+    /* an agent that runs chunk after chunk sends the next one soon */
+    uint64_t t0 = first ? 0 : look_begin(&job->chunks, job->fd);
 
     if (chan_recv(job->fd, &type, &payload, &len, JOB_MAX_BYTES) != 0 || type != CHAN_JOB)
         _exit(WORKER_EXIT_PROTO);
+    look_end(&job->chunks, t0);
     json_decref(job->spec);
     job->spec = jp_load(payload, len, JP_CHUNK);    /* long bindings in one pass */
     free(payload);
@@ -719,13 +724,17 @@ static void apply_limits(struct job *job, int first)
     lim.output_fd = job->check ? -1 : job->fd;
     job->max_result = limit_of(limits, "max_result_bytes", DEFAULT_RESULT);
     job->max_bindings = limit_of(limits, "max_bindings_bytes", DEFAULT_BINDINGS);
-    if (first)
+    if (first) {
         calls_init(&job->calls, job->fd, job->max_result,
                    (unsigned)limit_of(limits, "max_parallel_calls", 1),
                    (unsigned)limit_of(limits, "tool_spin_us", 0));
+        look_init(&job->chunks, (unsigned)limit_of(limits, "tool_spin_us", 0));
+    }
 #if !defined(MUTATE_SPIN_CHUNK)
-    else
+    else {
         calls_set_spin(&job->calls, (unsigned)limit_of(limits, "tool_spin_us", 0));
+        look_bound(&job->chunks, (long long)limit_of(limits, "tool_spin_us", 0));
+    }
 #endif
     job->cpu_start = cpu_us();
     luaenv_apply(job->env, &lim);

@@ -1,5 +1,6 @@
-"""A worker waiting for a tool answer looks at its channel before it sleeps
-([daemon] tool_spin_us, docs/sandboxd.conf.5; daemon/worker/calls.c): the
+"""A worker waiting for a tool answer, or a session's worker waiting for its
+next chunk, looks at its channel before it sleeps ([daemon] tool_spin_us,
+docs/sandboxd.conf.5; daemon/worker/look.c): the
 look is the execution's own CPU time, so what it costs is seen in
 stats.cpu_us, the supervisor's measurement of the worker.  The look adapts
 (a slow tool soon stops being looked for), happens only while the busy
@@ -185,3 +186,55 @@ def test_session_chunk_takes_the_look_of_its_own_job(daemon_factory):
         assert other.wait(held).ok
         assert c.call("session/close", {"session": sid}).ok
     assert r.result["stats"]["cpu_us"] < NOTHING, r.result["stats"]
+
+
+def session_worker_cpu_us(d):
+    """The CPU so far of the one live worker (pool_size is 0: the session's)."""
+    w = [c for c in d.workers() if c[2] != "Z"]
+    assert len(w) == 1, w
+    return w[0][3] * 1e6 / os.sysconf("SC_CLK_TCK")
+
+
+def chunks_with_gaps(d, c, n, gap):
+    """The session worker's CPU over n chunks sent gap s after each answer."""
+    settle(c)
+    r = c.call("session/open", {"limits": NORMAL})
+    assert r.ok, r
+    sid = r.result["session"]
+    assert c.execute("x = 0", session=sid).ok
+    before = session_worker_cpu_us(d)
+    for k in range(n):
+        time.sleep(gap)
+        r = c.execute("x = x + 1 return x", session=sid)
+        assert r.ok and r.result["value"] == k + 1, r
+    used = session_worker_cpu_us(d) - before
+    return sid, used
+
+
+def test_session_worker_looks_for_its_next_chunk(daemon_factory):
+    """Between chunks the worker looks for the next job as for a tool answer:
+    with chunks 4 ms apart and the largest window it is still looking when
+    each comes (about 4 ms of CPU a gap); with tool_spin_us = 0 it sleeps."""
+    two_cpus()
+    used = {}
+    for us in (SPIN_MAX, 0):
+        d = daemon_factory(daemon={"tool_spin_us": us})
+        with d.client() as c:
+            sid, used[us] = chunks_with_gaps(d, c, 30, 0.004)
+            assert c.call("session/close", {"session": sid}).ok
+    assert used[SPIN_MAX] > used[0] + 40000, used
+
+
+def test_slow_chunks_cost_a_bounded_look_and_idle_stays_idle(daemon_factory):
+    """Chunks 20 ms apart: the look halves after each gap, down to none
+    (about 20 ms in all); one that did not shrink would cost 30 x 10 ms.
+    Then a second of idleness: the looking was not the worker's CPU used
+    between chunks, which ends a session (IDLE_CPU_MAX_US, daemon/exec.c)."""
+    d = daemon_factory(daemon={"tool_spin_us": SPIN_MAX})
+    with d.client() as c:
+        sid, used = chunks_with_gaps(d, c, 30, 0.02)
+        assert used < 100000, "30 slow chunks cost %d us of the worker's CPU" % used
+        time.sleep(1.5)
+        r = c.execute("return x", session=sid)
+        assert r.ok and r.result["value"] == 30, r
+        assert c.call("session/close", {"session": sid}).ok
