@@ -558,9 +558,10 @@ DENSE = 16 << 20
                     reason="measures glibc's heap; ASan's allocator keeps freed memory")
 def test_dense_message_is_refused_within_its_memory_budget(daemon_factory):
     """A 16 MiB line of `[[],[],...]` would take the supervisor about 45
-    times its size as a jansson tree; the parse stops at its budget (4x the
-    size + 16 MiB): the peak stays under 8x, memory goes back after, and the
-    client is told message_too_large."""
+    times its size as a jansson tree, past its budget (4x the size + 16 MiB):
+    its containers alone show that, so nothing is built and the peak stays
+    under 4x; memory goes back after, and the client is told
+    message_too_large."""
     d = daemon_factory(daemon={"max_message_bytes": DENSE})
     c = d.client(timeout=60 * SCALE)
     c.ping()
@@ -578,8 +579,46 @@ def test_dense_message_is_refused_within_its_memory_budget(daemon_factory):
     print("dense line: %d bytes, peak growth %.1fx, after %.1fx"
           % (len(line), peak / len(line), after / len(line)))
     assert r.kind == "message_too_large", r
+    assert peak <= 4 * len(line), peak / len(line)
+    assert after <= 2 * len(line), after / len(line)
+    c.ping()
+
+
+@pytest.mark.skipif(os.environ.get("SANDBOXD_SANITIZE") == "1",
+                    reason="measures glibc's heap; ASan's allocator keeps freed memory")
+def test_dense_scalars_are_refused_within_the_tree_budget(daemon_factory):
+    """A 16 MiB line of `[1,1,...]`: one container, so the early count lets
+    it through, but 8 million integers take about 20 times the text as a
+    tree; the parse stops at its budget (4x the size + 16 MiB), the peak
+    stays under 8x and the client is told message_too_large."""
+    d = daemon_factory(daemon={"max_message_bytes": DENSE})
+    c = d.client(timeout=60 * SCALE)
+    c.ping()
+    head = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":['
+    line = head + b",".join([b"1"] * ((DENSE - len(head) - 10) // 2)) + b"]}}\n"
+    state = {}
+
+    def send():
+        c.send_raw(line)
+        state["r"] = c.next_response()
+        c.ping()
+    peak, after = _peak_growth(d, send)
+    print("dense scalars: %d bytes, peak growth %.1fx" % (len(line), peak / len(line)))
+    assert state["r"].kind == "message_too_large", state["r"]
     assert peak <= 8 * len(line), peak / len(line)
     assert after <= 2 * len(line), after / len(line)
+
+
+def test_brackets_inside_strings_are_not_containers(daemon_factory):
+    """The count of containers skips strings: a 16 MiB line whose params hold
+    one string of `[[[[...` (and an escaped quote inside it) is answered."""
+    d = daemon_factory(daemon={"max_message_bytes": DENSE})
+    c = d.client(timeout=60 * SCALE)
+    head = b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":"\\"'
+    line = head + b"[{" * ((DENSE - len(head) - 10) // 2) + b'"}}\n'
+    c.send_raw(line)
+    r = c.next_response()
+    assert r.ok, r
     c.ping()
 
 
