@@ -32,8 +32,9 @@
  *   read, write       the channel: the job, tool results, output and end
  *                     frames.  Only on chan_fd (argument 0 == chan_fd), so a
  *                     memory-corruption exploit cannot use fds 0-2 either.
- *   poll              a worker waiting for a tool answer looks at the channel
- *                     before it sleeps in read (daemon/worker/calls.c).  Only
+ *   poll              a worker waiting for a tool answer or a session's next
+ *                     chunk looks at the channel before it sleeps in read
+ *                     (daemon/worker/look.c).  Only
  *                     with one descriptor and a zero timeout: it can learn
  *                     whether a descriptor it holds is ready, never wait.
  *   brk               glibc's main arena grows and trims with brk.
@@ -149,7 +150,7 @@ static int channel_rules(scmp_filter_ctx ctx, int chan_fd)
     TRY(allow1(ctx, SCMP_SYS(read), SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)chan_fd)));
     /* output, tool calls, the end frame */
     TRY(allow1(ctx, SCMP_SYS(write), SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)chan_fd)));
-    /* a look at the channel for a tool answer: one descriptor, no wait */
+    /* a look at the channel before a wait: one descriptor, no wait */
 #if !defined(MUTATE_POLL_NOWAIT)
     TRY(allow2(ctx, SCMP_SYS(poll), SCMP_A1(SCMP_CMP_EQ, 1), SCMP_A2(SCMP_CMP_EQ, 0)));
 #else

@@ -660,20 +660,12 @@ def make_spin(pid):
     compromised worker would, burning CPU while the supervisor counts it idle."""
     import ctypes
     import struct
-    from test_containment import (ORIG_RAX, PTRACE_GETREGS, PTRACE_SETREGS, PTRACE_DETACH,
-                                  PTRACE_SEIZE, PTRACE_INTERRUPT, WALL, UserRegs, _libc,
-                                  wait_in_read)
+    from test_containment import (ORIG_RAX, PTRACE_GETREGS, PTRACE_SETREGS, UserRegs,
+                                  stopped_in_read)
     if os.geteuid() != 0 or os.uname().machine != "x86_64":
         pytest.skip("needs root (ptrace of a worker under another uid) and x86_64")
     rip, ptrace_peektext, ptrace_poketext = 16, 1, 4
-    wait_in_read(pid)
-    libc = _libc()
-    if libc.ptrace(PTRACE_SEIZE, pid, None, None) != 0:
-        pytest.skip("ptrace not permitted here: %s" % os.strerror(ctypes.get_errno()))
-    try:
-        assert libc.ptrace(PTRACE_INTERRUPT, pid, None, None) == 0
-        _, status = os.waitpid(pid, WALL)
-        assert os.WIFSTOPPED(status), status
+    with stopped_in_read(pid) as libc:
         regs = UserRegs()
         assert libc.ptrace(PTRACE_GETREGS, pid, None, ctypes.byref(regs)) == 0
         at = regs.r[rip]
@@ -683,8 +675,6 @@ def make_spin(pid):
                            ctypes.c_void_p(spun)) == 0, os.strerror(ctypes.get_errno())
         regs.r[ORIG_RAX] = ctypes.c_ulong(-1).value     # no restart of the read
         assert libc.ptrace(PTRACE_SETREGS, pid, None, ctypes.byref(regs)) == 0
-    finally:
-        libc.ptrace(PTRACE_DETACH, pid, None, None)
 
 
 def cpu_seconds(pid):

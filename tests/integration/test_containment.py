@@ -21,6 +21,7 @@ What is checked here, on the real daemon:
 Root-only tests are skipped cleanly when not running as root.
 """
 
+import contextlib
 import ctypes
 import grp
 import os
@@ -295,8 +296,11 @@ def _libc():
     return libc
 
 
-def redirect_blocked_syscall(pid, nr):
-    """pid is blocked in a restartable read(2): make the restarted call `nr`."""
+@contextlib.contextmanager
+def stopped_in_read(pid):
+    """pid, once blocked in read(2), seized and stopped by ptrace: yields the
+    libc to ptrace it with; detached afterwards, whatever the body did.
+    Skips the test where ptrace is not permitted."""
     wait_in_read(pid)
     libc = _libc()
     if libc.ptrace(PTRACE_SEIZE, pid, None, None) != 0:
@@ -305,14 +309,20 @@ def redirect_blocked_syscall(pid, nr):
         assert libc.ptrace(PTRACE_INTERRUPT, pid, None, None) == 0, os.strerror(ctypes.get_errno())
         _, status = os.waitpid(pid, WALL)
         assert os.WIFSTOPPED(status), status
+        yield libc
+    finally:
+        libc.ptrace(PTRACE_DETACH, pid, None, None)
+
+
+def redirect_blocked_syscall(pid, nr):
+    """pid is blocked in a restartable read(2): make the restarted call `nr`."""
+    with stopped_in_read(pid) as libc:
         regs = UserRegs()
         assert libc.ptrace(PTRACE_GETREGS, pid, None, ctypes.byref(regs)) == 0
         assert regs.r[ORIG_RAX] == 0, "worker not in read(2): orig_rax %d" % regs.r[ORIG_RAX]
         assert ctypes.c_long(regs.r[RAX]).value == -ERESTARTSYS, regs.r[RAX]
         regs.r[ORIG_RAX] = nr       # restart logic: rax = orig_rax, rip -= 2
         assert libc.ptrace(PTRACE_SETREGS, pid, None, ctypes.byref(regs)) == 0
-    finally:
-        libc.ptrace(PTRACE_DETACH, pid, None, None)
 
 
 SYS_OPENAT, SYS_GETPID, SYS_RT_SIGACTION, SYS_RT_SIGRETURN = 257, 39, 13, 15

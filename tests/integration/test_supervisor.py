@@ -374,18 +374,10 @@ def forge_result_from_worker(pid, payload, before_detach):
     import ctypes
     import struct
     from test_containment import (ORIG_RAX, RAX, ERESTARTSYS, PTRACE_GETREGS,
-                                  PTRACE_SETREGS, PTRACE_DETACH, PTRACE_SEIZE,
-                                  PTRACE_INTERRUPT, WALL, UserRegs, _libc, wait_in_read)
+                                  PTRACE_SETREGS, UserRegs, stopped_in_read)
     RSP, RDX, RSI = 19, 12, 13
     PTRACE_POKEDATA, SYS_WRITE, CHAN_RESULT = 5, 1, 18
-    wait_in_read(pid)
-    libc = _libc()
-    if libc.ptrace(PTRACE_SEIZE, pid, None, None) != 0:
-        pytest.skip("ptrace not permitted here: %s" % os.strerror(ctypes.get_errno()))
-    try:
-        assert libc.ptrace(PTRACE_INTERRUPT, pid, None, None) == 0
-        _, status = os.waitpid(pid, WALL)
-        assert os.WIFSTOPPED(status), status
+    with stopped_in_read(pid) as libc:
         before_detach()
         regs = UserRegs()
         assert libc.ptrace(PTRACE_GETREGS, pid, None, ctypes.byref(regs)) == 0
@@ -405,8 +397,6 @@ def forge_result_from_worker(pid, payload, before_detach):
         regs.r[RSI] = addr
         regs.r[RDX] = 8 + len(payload)
         assert libc.ptrace(PTRACE_SETREGS, pid, None, ctypes.byref(regs)) == 0
-    finally:
-        libc.ptrace(PTRACE_DETACH, pid, None, None)
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="needs root (ptrace of a worker under another uid)")

@@ -18,8 +18,7 @@ import pytest
 
 import sbx
 from test_containment import (ORIG_RAX, RAX, ERESTARTSYS, PTRACE_GETREGS, PTRACE_SETREGS,
-                              PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT, WALL, IS_ROOT,
-                              UserRegs, _libc, wait_in_read, TOOLS, BLOCK_CODE)
+                              IS_ROOT, UserRegs, stopped_in_read, TOOLS, BLOCK_CODE)
 
 PTRACE_POKEDATA = 5
 RDX, RSI, RDI = 12, 13, 14      # indexes in struct user_regs_struct (x86_64)
@@ -34,14 +33,7 @@ pytestmark = [
 
 def send_header_from_worker(pid, ftype, flen):
     """pid is blocked in read(3, header, 8): make it write header {ftype, flen}."""
-    wait_in_read(pid)
-    libc = _libc()
-    if libc.ptrace(PTRACE_SEIZE, pid, None, None) != 0:
-        pytest.skip("ptrace not permitted here: %s" % os.strerror(ctypes.get_errno()))
-    try:
-        assert libc.ptrace(PTRACE_INTERRUPT, pid, None, None) == 0
-        _, status = os.waitpid(pid, WALL)
-        assert os.WIFSTOPPED(status), status
+    with stopped_in_read(pid) as libc:
         regs = UserRegs()
         assert libc.ptrace(PTRACE_GETREGS, pid, None, ctypes.byref(regs)) == 0
         assert regs.r[ORIG_RAX] == 0 and regs.r[RDI] == 3, list(regs.r)
@@ -52,8 +44,6 @@ def send_header_from_worker(pid, ftype, flen):
                            ctypes.c_void_p(word)) == 0, os.strerror(ctypes.get_errno())
         regs.r[ORIG_RAX] = SYS_WRITE        # restarted as write(3, header, 8)
         assert libc.ptrace(PTRACE_SETREGS, pid, None, ctypes.byref(regs)) == 0
-    finally:
-        libc.ptrace(PTRACE_DETACH, pid, None, None)
 
 
 @pytest.mark.parametrize("ftype,flen,why", [
