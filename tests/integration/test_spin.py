@@ -176,6 +176,11 @@ def test_session_chunk_takes_the_look_of_its_own_job(daemon_factory):
         held = other.send_execute("return T.f(2)", tools=[T],
                                   handlers={"T.f": lambda a: NO_REPLY})
         call = other.wait_deferred(1)
+        # Past the worker's look for its next chunk (10 ms at most): the
+        # kernel brings a running process's CPU clock up to date only at a
+        # tick or when it sleeps, so a chunk sent while the worker looks
+        # would count part of that look.
+        time.sleep(0.03)
 
         def slow(a):
             time.sleep(0.05)
