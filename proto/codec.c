@@ -12,6 +12,8 @@
  */
 #include "proto/codec.h"
 
+#include "proto/ascii.h"
+
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -95,7 +97,7 @@ int codec_utf8_valid(const char *s, size_t len)
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0, k;
 
-    while (i < len) {
+    while ((i += ascii_span(s + i, len - i)) < len) {
         if ((k = utf8_seq(p + i, len - i)) == 0)
             return 0;
         i += k;
@@ -112,6 +114,10 @@ static size_t str_cost(const char *s, size_t len)
     size_t i = 0, k, cost = 2;
 
     while (i < len) {
+        k = ascii_json_span(s + i, len - i);
+        cost += k;
+        if ((i += k) == len)
+            break;
         k = utf8_seq(p + i, len - i);
         if (k == 0) {
             cost += 3;

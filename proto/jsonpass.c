@@ -28,6 +28,7 @@
  */
 #include "proto/jsonpass.h"
 
+#include "proto/ascii.h"
 #include "proto/codec.h"
 
 #include <stdint.h>
@@ -187,7 +188,7 @@ static int string_ok(const char *p, size_t n)
     if (n < 2 || p[0] != '"' || p[n - 1] != '"')
         return -1;
     n--;                                        /* the closing quote */
-    while (i < n) {
+    while ((i += ascii_json_span(p + i, n - i)) < n) {
         unsigned char c = (unsigned char)p[i];
         long u, lo;
 
@@ -372,12 +373,18 @@ json_t *jp_key(struct jp_span key)
 
 char *jp_quote(const char *s, size_t n, size_t *len)
 {
-    static const char hex[] = "0123456789abcdef";
+    static const char hex[] = "0123456789ABCDEF";
     size_t out = 2;
     char *buf, *q;
 
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
+        size_t k = ascii_json_span(s + i, n - i);
+        unsigned char c;
+
+        out += k;
+        if ((i += k) == n)
+            break;
+        c = (unsigned char)s[i];
         out += c == '"' || c == '\\' || c == '\n' || c == '\t' || c == '\r' || c == '\b' ||
                c == '\f' ? 2 : c < 0x20 ? 6 : 1;
     }
@@ -386,9 +393,15 @@ char *jp_quote(const char *s, size_t n, size_t *len)
     q = buf;
     *q++ = '"';
     for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
+        size_t k = ascii_json_span(s + i, n - i);
+        unsigned char c;
         const char *esc = NULL;
 
+        memcpy(q, s + i, k);
+        q += k;
+        if ((i += k) == n)
+            break;
+        c = (unsigned char)s[i];
         switch (c) {
         case '"':  esc = "\\\""; break;
         case '\\': esc = "\\\\"; break;

@@ -60,8 +60,9 @@ json_t *jp_key(struct jp_span key);
 
 /* The JSON string literal (quotes included) of s[0..n), which must be
  * valid UTF-8: '"', '\\' and control bytes escaped (\n, \t, ... or
- * \u00XX), everything else as it is.  A new malloc'd buffer of *len bytes,
- * or NULL.  jansson escapes through snprintf byte by byte, seconds for
+ * \u00XX), everything else as it is: the bytes jansson writes, so a
+ * string reads the same whichever of the two wrote it.  A new malloc'd
+ * buffer of *len bytes, or NULL.  jansson escapes through snprintf byte by byte, seconds for
  * 16 MiB of control bytes; this is one table-driven pass. */
 char *jp_quote(const char *s, size_t n, size_t *len);
 

@@ -180,6 +180,37 @@ static void test_utf8_agrees_with_jansson(void **state)
     assert_int_equal(codec_utf8_valid("a\0b", 3), 1);
 }
 
+/* The ASCII runs are skipped a word at a time (proto/ascii.h): every byte
+ * value, and a sequence cut by the end, at every offset of a plain text. */
+static void test_utf8_every_byte_at_every_offset(void **state)
+{
+    static const char *const seq[] = { "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xed\xa0\x80" };
+    char buf[24];
+    json_t *j;
+
+    (void)state;
+    for (size_t n = 1; n <= sizeof buf; n += 5)
+        for (size_t at = 0; at < n; at++) {
+            for (int c = 0; c < 256; c++) {
+                memset(buf, 'a', sizeof buf);
+                buf[at] = (char)c;
+                j = json_stringn(buf, n);
+                if (codec_utf8_valid(buf, n) != (j != NULL))
+                    fail_msg("byte 0x%02x at %zu of %zu disagrees with jansson", c, at, n);
+                json_decref(j);
+            }
+            for (size_t k = 0; k < sizeof seq / sizeof *seq; k++) {
+                size_t len = strlen(seq[k]);
+                memset(buf, 'a', sizeof buf);
+                memcpy(buf + at, seq[k], at + len <= sizeof buf ? len : sizeof buf - at);
+                j = json_stringn(buf, n);
+                if (codec_utf8_valid(buf, n) != (j != NULL))
+                    fail_msg("sequence %zu at %zu of %zu disagrees with jansson", k, at, n);
+                json_decref(j);
+            }
+        }
+}
+
 static void test_string_new(void **state)
 {
     json_t *j;
@@ -534,6 +565,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_scalars, setup, teardown),
         cmocka_unit_test_setup_teardown(test_strings, setup, teardown),
         cmocka_unit_test(test_utf8_agrees_with_jansson),
+        cmocka_unit_test(test_utf8_every_byte_at_every_offset),
         cmocka_unit_test(test_utf8_complete),
         cmocka_unit_test(test_string_new),
         cmocka_unit_test_setup_teardown(test_tables, setup, teardown),

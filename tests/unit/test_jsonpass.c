@@ -102,6 +102,30 @@ static void test_long_strings_as_jansson(void **state)
     agree("\"a\0b\"", 5);                  /* a raw NUL in a long string */
 }
 
+/* Long strings are scanned eight bytes at a time (proto/ascii.h): every
+ * byte value and every escape at every offset of a plain string, so that
+ * each lands in every position of a word and past the last whole word. */
+static void test_every_byte_at_every_offset_as_jansson(void **state)
+{
+    static const char *const esc[] = { "\\\"", "\\\\", "\\n", "\\u0041", "\\x", "\\",
+                                       "\\ud800\\udc00", "\xc3\xa9", "\xe2\x82\xac", "\xc3" };
+    char buf[64];
+    (void)state;
+    for (size_t at = 0; at < 20; at++) {
+        for (int c = 0; c < 256; c++) {
+            memset(buf, 'a', 22);
+            buf[0] = buf[21] = '"';
+            buf[1 + at] = (char)c;
+            agree(buf, 22);
+        }
+        for (size_t e = 0; e < sizeof esc / sizeof *esc; e++) {
+            int n = snprintf(buf, sizeof buf, "\"%.*s%s%.*s\"", (int)at, "aaaaaaaaaaaaaaaaaaaa",
+                             esc[e], (int)(19 - at), "aaaaaaaaaaaaaaaaaaaa");
+            agree(buf, (size_t)n);
+        }
+    }
+}
+
 /* jansson's limit: no value deeper than 2048, scalars counted. */
 static void test_depth_as_jansson(void **state)
 {
@@ -203,16 +227,46 @@ static void test_quote(void **state)
     free(q);
 }
 
+/* jp_quote writes what jansson writes, with every ASCII byte at every
+ * offset of a plain string (the runs between them are copied a word at a
+ * time). */
+static void test_quote_every_byte_at_every_offset(void **state)
+{
+    char in[24];
+    (void)state;
+    for (size_t n = 1; n <= sizeof in; n += 5)
+        for (size_t at = 0; at < n; at++)
+            for (int c = 0; c < 128; c++) {
+                json_t *ref;
+                char *want, *got;
+                size_t len;
+                memset(in, 'a', sizeof in);
+                in[at] = (char)c;
+                ref = json_stringn(in, n);
+                want = json_dumps(ref, JSON_ENCODE_ANY | JSON_COMPACT);
+                got = jp_quote(in, n, &len);
+                assert_non_null(want);
+                assert_non_null(got);
+                if (len != strlen(want) || strcmp(got, want) != 0)
+                    fail_msg("byte %d at %zu of %zu: jp_quote %s, jansson %s", c, at, n, got, want);
+                json_decref(ref);
+                free(want);
+                free(got);
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agrees_with_jansson),
         cmocka_unit_test(test_long_strings_as_jansson),
+        cmocka_unit_test(test_every_byte_at_every_offset_as_jansson),
         cmocka_unit_test(test_depth_as_jansson),
         cmocka_unit_test(test_large_containers),
         cmocka_unit_test(test_iterate),
         cmocka_unit_test(test_splice),
         cmocka_unit_test(test_quote),
+        cmocka_unit_test(test_quote_every_byte_at_every_offset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
