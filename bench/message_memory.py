@@ -8,8 +8,9 @@ same run: the bytes themselves).
 Starts a daemon (max_message_bytes 16 MiB) and, for each shape, resets the
 supervisor's peak RSS (clear_refs 5), sends one message or has a chunk
 produce one, and prints: shape, message bytes, peak growth, ratio, RSS kept
-afterwards.  Shapes: a client line of `[[],[],...]` (refused past its parse
-budget), a tool answer of numbers (passes through), bindings of a large
+afterwards.  Shapes: client lines of `[[],[],...]` and `[1,1,...]` (refused
+by a count of what their trees would take at least) and of one object with
+a million distinct keys (refused at its parse budget), a tool answer of numbers (passes through), bindings of a large
 table (pass through), a chunk's value of millions of references to one
 table (passes through), a tool call's args of the same (passes through).
 Target: at most 4x.  A report, not an assertion: exit 0 when every
@@ -77,10 +78,16 @@ def main():
                                            "kept", "outcome"))
     head = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":['
     dense = head + b",".join([b"[]"] * ((16 * MIB - len(head) - 8) // 3)) + b"]}}\n"
+    scalars = head + b",".join([b"1"] * ((16 * MIB - len(head) - 8) // 2)) + b"]}}\n"
+    ohead = head[:-1] + b"{"
+    members = ohead + b",".join(b'"k%010d":1' % i
+                                for i in range((16 * MIB - len(ohead) - 8) // 16)) + b"}}}\n"
     nums = b",".join([b"0.3"] * 4000000)
     tool = [{"name": "T", "functions": ["f"]}]
     shapes = [
         ("client line [[],[],...]", len(dense), lambda c: send_line(c, dense)),
+        ("client line [1,1,...]", len(scalars), lambda c: send_line(c, scalars)),
+        ("client line {1M distinct keys}", len(members), lambda c: send_line(c, members)),
         ("tool answer 4M reals", len(nums), lambda c: execute_raw_tool(c, nums)),
         ("bindings: table of 300k integers", 4 * 10 ** 6,
          lambda c: execute(c, "t = {} for i = 1, 300000 do t[i] = i end return 1")),

@@ -154,29 +154,61 @@ size_t rpc_tree_budget(size_t len)
          : len * RPC_TREE_FACTOR + RPC_TREE_FLOOR;
 }
 
-/* The least a container asks jansson's allocator for (a json_array is 40
- * bytes and a table of 8 entries, a json_object more), so a text holding
- * more containers than budget / RPC_CONTAINER_MIN outside its strings
- * cannot be built within the budget. */
+/* The least jansson's allocator is asked for to build a valid text, by
+ * what it holds outside its strings (jansson 2.14 on LP64): a container at
+ * least RPC_CONTAINER_MIN (a json_array is 40 bytes and a table of 8
+ * entries, a json_object more), a number RPC_NUMBER_MIN (a json_integer or
+ * json_real), a string value RPC_STRING_MIN (a json_string and its bytes,
+ * the quote at least).  A key costs nothing certain (a repeated one reuses
+ * its entry), nor do true, false and null (shared).  A text whose floor
+ * exceeds the budget cannot be built within it: it is refused before
+ * jansson builds any of it (an invalid one is refused as too large, not
+ * as a parse error). */
 #define RPC_CONTAINER_MIN 64
+#define RPC_NUMBER_MIN    24
+#define RPC_STRING_MIN    33
 #if !defined(MUTATE_DENSE_EARLY)
 #define DENSE_EARLY 1
 #else
 #define DENSE_EARLY 0       /* mutant: built up to the budget first */
 #endif
 
-static size_t containers(const char *s, size_t n)
+static int is_blank(char c)
 {
-    size_t k = 0;
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* The floor of s[0..n) as above, saturating at SIZE_MAX.  One pass: a
+ * string is a key when a ':' follows it, a number starts at '-' or a
+ * digit just after a separator. */
+static size_t tree_floor(const char *s, size_t n)
+{
+    size_t k = 0, add;
 
     for (size_t i = 0; i < n; i++) {
-        if (s[i] == '"') {
+        char c = s[i];
+        if (c == '"') {
+            size_t j;
             for (i++; i < n && s[i] != '"'; i++)
                 if (s[i] == '\\')
                     i++;
-        } else if (s[i] == '[' || s[i] == '{') {
-            k++;
+            for (j = i + 1; j < n && is_blank(s[j]); j++)
+                ;
+            add = j < n && s[j] == ':' ? 0 : RPC_STRING_MIN;
+        } else if (c == '[' || c == '{') {
+            add = RPC_CONTAINER_MIN;
+        } else if ((c == '-' || (c >= '0' && c <= '9')) &&
+                   (i == 0 || s[i - 1] == ',' || s[i - 1] == ':' || s[i - 1] == '[' ||
+                    is_blank(s[i - 1]))) {
+            add = RPC_NUMBER_MIN;
+        } else {
+            continue;
         }
+#if defined(MUTATE_DENSE_SCALARS)
+        if (c != '[' && c != '{')
+            add = 0;                    /* mutant: only containers count */
+#endif
+        k = add > SIZE_MAX - k ? SIZE_MAX : k + add;
     }
     return k;
 }
@@ -189,7 +221,7 @@ json_t *rpc_loadb_budget(const char *buf, size_t len, size_t flags, json_error_t
 
     /* A large text that cannot fit is refused before jansson builds up to
      * the whole budget of it: the supervisor's peak stays near the text. */
-    if (DENSE_EARLY && len > RPC_PASS_MIN && containers(buf, len) > *budget / RPC_CONTAINER_MIN) {
+    if (DENSE_EARLY && len > RPC_PASS_MIN && tree_floor(buf, len) > *budget) {
         *too_dense = 1;
         if (err)
             snprintf(err->text, sizeof err->text, "out of memory");

@@ -586,16 +586,17 @@ def test_dense_message_is_refused_within_its_memory_budget(daemon_factory):
 
 @pytest.mark.skipif(os.environ.get("SANDBOXD_SANITIZE") == "1",
                     reason="measures glibc's heap; ASan's allocator keeps freed memory")
-def test_dense_scalars_are_refused_within_the_tree_budget(daemon_factory):
-    """A 16 MiB line of `[1,1,...]`: one container, so the early count lets
-    it through, but 8 million integers take about 20 times the text as a
-    tree; the parse stops at its budget (4x the size + 16 MiB), the peak
-    stays under 8x and the client is told message_too_large."""
+@pytest.mark.parametrize("elem", [b"1", b'""'])
+def test_dense_scalars_are_refused_before_they_are_built(daemon_factory, elem):
+    """A 16 MiB line of `[1,1,...]` or `["","",...]`: one container, but each
+    number costs jansson at least 24 bytes and each string value 33, past
+    the budget (4x the size + 16 MiB) as a count of them shows, so nothing
+    is built and the peak stays under 4x."""
     d = daemon_factory(daemon={"max_message_bytes": DENSE})
     c = d.client(timeout=60 * SCALE)
     c.ping()
     head = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":['
-    line = head + b",".join([b"1"] * ((DENSE - len(head) - 10) // 2)) + b"]}}\n"
+    line = head + b",".join([elem] * ((DENSE - len(head) - 10) // (len(elem) + 1))) + b"]}}\n"
     state = {}
 
     def send():
@@ -603,7 +604,34 @@ def test_dense_scalars_are_refused_within_the_tree_budget(daemon_factory):
         state["r"] = c.next_response()
         c.ping()
     peak, after = _peak_growth(d, send)
-    print("dense scalars: %d bytes, peak growth %.1fx" % (len(line), peak / len(line)))
+    print("dense %r: %d bytes, peak growth %.1fx" % (elem, len(line), peak / len(line)))
+    assert state["r"].kind == "message_too_large", state["r"]
+    assert peak <= 4 * len(line), peak / len(line)
+    assert after <= 2 * len(line), after / len(line)
+
+
+@pytest.mark.skipif(os.environ.get("SANDBOXD_SANITIZE") == "1",
+                    reason="measures glibc's heap; ASan's allocator keeps freed memory")
+def test_dense_members_are_refused_within_the_tree_budget(daemon_factory):
+    """A 16 MiB line of one object with a million distinct keys: a key costs
+    nothing certain (a repeated one reuses its entry), so the early count
+    lets it through, but each member takes about 10 times its text as a
+    tree; the parse stops at its budget (4x the size + 16 MiB), the peak
+    stays under 8x and the client is told message_too_large."""
+    d = daemon_factory(daemon={"max_message_bytes": DENSE})
+    c = d.client(timeout=60 * SCALE)
+    c.ping()
+    head = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":{'
+    n = (DENSE - len(head) - 10) // 16      # `"k0000000001":1,`
+    line = head + b",".join(b'"k%010d":1' % i for i in range(n)) + b"}}}\n"
+    state = {}
+
+    def send():
+        c.send_raw(line)
+        state["r"] = c.next_response()
+        c.ping()
+    peak, after = _peak_growth(d, send)
+    print("dense members: %d bytes, peak growth %.1fx" % (len(line), peak / len(line)))
     assert state["r"].kind == "message_too_large", state["r"]
     assert peak <= 8 * len(line), peak / len(line)
     assert after <= 2 * len(line), after / len(line)

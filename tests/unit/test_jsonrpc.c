@@ -607,6 +607,38 @@ static void test_large_lines_pass_through(void **state)
     free(s);
 }
 
+/* The floor of a text's tree (containers, numbers, string values) refuses
+ * what cannot fit its budget, and never what can: keys, true, false and
+ * null count nothing (a repeated key reuses its entry), and neither does
+ * anything inside a string. */
+static void test_tree_floor(void **state)
+{
+    static const struct { const char *elem; size_t n; int dense; } cases[] = {
+        { "1", 3000000, 1 },            /* 72 MB at least, budget 40 MB */
+        { "-0.5", 1500000, 1 },
+        { "\"\"", 2000000, 1 },         /* 66 MB at least, budget 40 MB */
+        { "1", 100000, 0 },             /* 2.4 MB: within its budget */
+        { "true", 2000000, 0 },         /* shared: only the array's table */
+        { "\"[1,1,1,1,1,1,1,1,1]\"", 300000, 0 },     /* one long string's worth */
+        { "\"k\" :1", 1000000, 0 },    /* one key a million times: 26 MB of 40 */
+    };
+    struct rpc_msg m;
+    size_t len;
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int obj = strchr(cases[i].elem, ':') != NULL;   /* members of one object */
+        char *s = big_line(obj ? "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":{"
+                               : "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":[",
+                           cases[i].elem, cases[i].n, obj ? "}}}" : "]}}", &len);
+        rpc_parse(s, len, &m);
+        if (m.too_dense != cases[i].dense || m.type != (cases[i].dense ? RPC_PARSE_ERROR : RPC_REQUEST))
+            fail_msg("%zu x %s: type %d, too_dense %d", cases[i].n, cases[i].elem, (int)m.type,
+                     m.too_dense);
+        rpc_msg_clear(&m);
+        free(s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -631,6 +663,7 @@ int main(void)
         cmocka_unit_test(test_result_and_request),
         cmocka_unit_test(test_dump_line_round_trip),
         cmocka_unit_test(test_large_lines_pass_through),
+        cmocka_unit_test(test_tree_floor),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
