@@ -554,6 +554,30 @@ def _peak_growth(d, send):
 DENSE = 16 << 20
 
 
+DENSE_HEAD = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":'
+
+
+def _refused_peak(daemon_factory, line):
+    """(the supervisor's peak growth, its growth after) while it takes in
+    `line` and answers it message_too_large; it goes on serving after."""
+    d = daemon_factory(daemon={"max_message_bytes": DENSE})
+    c = d.client(timeout=60 * SCALE)
+    c.ping()
+    state = {}
+
+    def send():
+        c.send_raw(line)
+        state["r"] = c.next_response()
+        c.ping()                        # the daemon is done with the line
+    peak, after = _peak_growth(d, send)
+    print("%r...: %d bytes, peak growth %.1fx, after %.1fx"
+          % (line[len(DENSE_HEAD):len(DENSE_HEAD) + 16], len(line), peak / len(line),
+             after / len(line)))
+    assert state["r"].kind == "message_too_large", state["r"]
+    c.ping()
+    return peak, after
+
+
 @pytest.mark.skipif(os.environ.get("SANDBOXD_SANITIZE") == "1",
                     reason="measures glibc's heap; ASan's allocator keeps freed memory")
 def test_dense_message_is_refused_within_its_memory_budget(daemon_factory):
@@ -562,26 +586,11 @@ def test_dense_message_is_refused_within_its_memory_budget(daemon_factory):
     its containers alone show that, so nothing is built and the peak stays
     under 4x; memory goes back after, and the client is told
     message_too_large."""
-    d = daemon_factory(daemon={"max_message_bytes": DENSE})
-    c = d.client(timeout=60 * SCALE)
-    c.ping()
-    head = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":['
-    n = (DENSE - len(head) - 10) // 3
-    line = head + b",".join([b"[]"] * n) + b"]}}\n"
-    state = {}
-
-    def send():
-        c.send_raw(line)
-        state["r"] = c.next_response()
-        c.ping()                        # the daemon is done with the line
-    peak, after = _peak_growth(d, send)
-    r = state["r"]
-    print("dense line: %d bytes, peak growth %.1fx, after %.1fx"
-          % (len(line), peak / len(line), after / len(line)))
-    assert r.kind == "message_too_large", r
+    head = DENSE_HEAD + b"["
+    line = head + b",".join([b"[]"] * ((DENSE - len(head) - 10) // 3)) + b"]}}\n"
+    peak, after = _refused_peak(daemon_factory, line)
     assert peak <= 4 * len(line), peak / len(line)
     assert after <= 2 * len(line), after / len(line)
-    c.ping()
 
 
 @pytest.mark.skipif(os.environ.get("SANDBOXD_SANITIZE") == "1",
@@ -592,20 +601,9 @@ def test_dense_scalars_are_refused_before_they_are_built(daemon_factory, elem):
     number costs jansson at least 24 bytes and each string value 33, past
     the budget (4x the size + 16 MiB) as a count of them shows, so nothing
     is built and the peak stays under 4x."""
-    d = daemon_factory(daemon={"max_message_bytes": DENSE})
-    c = d.client(timeout=60 * SCALE)
-    c.ping()
-    head = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":['
+    head = DENSE_HEAD + b"["
     line = head + b",".join([elem] * ((DENSE - len(head) - 10) // (len(elem) + 1))) + b"]}}\n"
-    state = {}
-
-    def send():
-        c.send_raw(line)
-        state["r"] = c.next_response()
-        c.ping()
-    peak, after = _peak_growth(d, send)
-    print("dense %r: %d bytes, peak growth %.1fx" % (elem, len(line), peak / len(line)))
-    assert state["r"].kind == "message_too_large", state["r"]
+    peak, after = _refused_peak(daemon_factory, line)
     assert peak <= 4 * len(line), peak / len(line)
     assert after <= 2 * len(line), after / len(line)
 
@@ -618,21 +616,10 @@ def test_dense_members_are_refused_within_the_tree_budget(daemon_factory):
     lets it through, but each member takes about 10 times its text as a
     tree; the parse stops at its budget (4x the size + 16 MiB), the peak
     stays under 8x and the client is told message_too_large."""
-    d = daemon_factory(daemon={"max_message_bytes": DENSE})
-    c = d.client(timeout=60 * SCALE)
-    c.ping()
-    head = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":{'
+    head = DENSE_HEAD + b"{"
     n = (DENSE - len(head) - 10) // 16      # `"k0000000001":1,`
     line = head + b",".join(b'"k%010d":1' % i for i in range(n)) + b"}}}\n"
-    state = {}
-
-    def send():
-        c.send_raw(line)
-        state["r"] = c.next_response()
-        c.ping()
-    peak, after = _peak_growth(d, send)
-    print("dense members: %d bytes, peak growth %.1fx" % (len(line), peak / len(line)))
-    assert state["r"].kind == "message_too_large", state["r"]
+    peak, after = _refused_peak(daemon_factory, line)
     assert peak <= 8 * len(line), peak / len(line)
     assert after <= 2 * len(line), after / len(line)
 
