@@ -13,11 +13,22 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..', '..', '..');
 const run = promisify(execFile);
 
+// The environment of a child whose stdout the test reads.  That stdout is a
+// pipe, so the child prints no colour codes unless told to: when its own
+// output is a terminal, node --test starts each test file with FORCE_COLOR=1,
+// which a child would inherit and console.log obey ('\x1b[33m7\x1b[39m').
+// terminal.test.mjs runs this file under a pseudo-terminal.
+function pipedEnv(extra = {}) {
+  const env = { ...process.env, ...extra };
+  delete env.FORCE_COLOR;
+  return env;
+}
+
 test('examples/node-agent.mjs runs its three turns', async () => {
   const d = await startDaemon();
   try {
     const { stdout } = await run(process.execPath, [path.join(REPO, 'examples', 'node-agent.mjs')],
-      { env: { ...process.env, SANDBOXD_SOCKET: d.socketPath } });
+      { env: pipedEnv({ SANDBOXD_SOCKET: d.socketPath }) });
     assert.match(stdout, /^turn 1: error \(syntax_error\)/m);
     assert.match(stdout, /^turn 2: value 2; 3 tool calls; globals open; printed: skipped: Orders.list: no customer carl$/m);
     const turn3 = /^turn 3: value (\{.*\}); 2 tool calls/m.exec(stdout); // key order is Lua's
@@ -37,7 +48,7 @@ test("the README's example prints 21 2", async () => {
   const file = path.join(d.dir, 'readme-example.mjs');
   fs.writeFileSync(file, code.replace("'build/sandboxd.sock'", JSON.stringify(d.socketPath)));
   try {
-    const { stdout } = await run(process.execPath, [file]);
+    const { stdout } = await run(process.execPath, [file], { env: pipedEnv() });
     assert.equal(stdout, 'to ann@example.com: It is 21 degrees\n21 2\n');
   } finally {
     await d.stop();
@@ -52,7 +63,7 @@ test('an idle client does not keep the process alive (no close() needed)', async
   const file = path.join(d.dir, 'noclose.mjs');
   fs.writeFileSync(file, script);
   try {
-    const { stdout } = await run(process.execPath, [file], { timeout: 10000 });
+    const { stdout } = await run(process.execPath, [file], { timeout: 10000, env: pipedEnv() });
     assert.equal(stdout, '7\n');
   } finally {
     await d.stop();
