@@ -24,12 +24,6 @@
 #include "daemon/wproc.h"
 #include "daemon/zygote.h"
 
-/* Can one more execution get a worker without exceeding max_workers?
- * Executions already STARTING beyond the idle and pending workers each
- * need a new process too: without counting them, sched_pump() moved the
- * whole queue to STARTING in one pass (procs only grows in spawn(), after
- * the loop), which bypassed the round-robin (a later connection went to the
- * back of every earlier one's backlog) and max_queue (fairness). */
 /* The number of worker processes there may be: max_workers, except that
  * one worker beyond the open sessions is always the executions'.  A reload
  * that lowers max_workers under the sessions would otherwise leave every
@@ -46,14 +40,33 @@ static unsigned worker_bound(const struct sup *s)
     return max;
 }
 
+/* Can one more execution hold a slot?  A slot is held from XE_START until
+ * the execution is answered: by each execution that waits for a worker
+ * (STARTING) and each worker given to an execution not answered yet
+ * (running, waiting for a tool, a session's).  Not by a pooled or pending
+ * worker (they serve the starting ones first), nor by a worker killed after
+ * its answer and not reaped yet: once an answer is sent its slot is free,
+ * so capacity is exactly max_workers executions plus max_queue waiting.
+ * The process bound stays exact on its own: spawn() never asks for more
+ * than max_workers processes, so an execution admitted into a slot whose
+ * worker is still exiting waits for that reap (in STARTING, on its clock).
+ * Counting STARTING executions also keeps sched_pump() from moving the
+ * whole queue to STARTING in one pass, which would bypass the round-robin
+ * and max_queue. */
+static unsigned slots_held(const struct sup *s)
+{
+    unsigned free_procs = s->n_idle + s->pending + s->n_killed;
+    unsigned busy = s->procs > free_procs ? s->procs - free_procs : 0;
+
+#if defined(MUTATE_SLOT_REAP)
+    busy += s->n_killed;            /* mutant: an answered worker holds its slot until its reap */
+#endif
+    return busy + s->n_starting;
+}
+
 static int has_capacity(const struct sup *s)
 {
-    unsigned need_new;
-
-    if (s->n_idle + s->pending > s->n_starting)
-        return 1;
-    need_new = s->n_starting - s->n_idle - s->pending;
-    return s->procs + need_new < worker_bound(s);
+    return slots_held(s) < worker_bound(s);
 }
 
 unsigned sched_spin_hint(const struct sup *s)

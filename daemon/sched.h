@@ -6,6 +6,9 @@
  *    executions already wait, it answers `busy` and frees it.
  *  - Queued executions are served round-robin across connections, so one
  *    client with a thousand queued requests cannot starve another.
+ *  - Capacity is exact: max_workers executions hold a slot (from XE_START
+ *    until answered; a worker killed after its answer and not reaped yet
+ *    holds none) and max_queue more wait; the next one is busy.
  *  - Live worker processes plus unanswered spawn requests never exceed
  *    max_workers; the warm pool is refilled up to pool_size after each
  *    change, never ahead of executions that wait for a worker.

@@ -10,11 +10,15 @@
 No timing assertions: order and counts only.
 """
 
+import contextlib
+import ctypes
+import json
 import os
 import time
 
 import pytest
 
+import sbx
 from sbx import SCALE
 
 # A little work per execution (a few milliseconds), so a backlog of them
@@ -125,6 +129,65 @@ def test_max_queue_bounds_the_backlog(daemon_factory):
     # is read; answers that come in meanwhile free room for a few more
     assert busy, "30 requests at once never found the queue of 5 full"
     assert all(r.result["value"] == WORK_VALUE for r in ok)
+
+
+PTRACE_SEIZE = 0x4206
+WALL = 0x40000000
+
+
+def cpu_ns(pid):
+    with open("/proc/%d/schedstat" % pid) as f:
+        return int(f.read().split()[0])
+
+
+@contextlib.contextmanager
+def unreaped_after_death(pid):
+    """pid seized by ptrace (it keeps running): once it dies, its exit is
+    this test's to collect first, and its parent, the daemon, cannot reap
+    it until the body is over and the test has waited for it."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    if libc.ptrace(PTRACE_SEIZE, pid, None, None) != 0:
+        pytest.skip("ptrace not permitted here: %s" % os.strerror(ctypes.get_errno()))
+    try:
+        yield
+    finally:
+        _, status = os.waitpid(pid, WALL)   # hands the exit on to the daemon
+        assert os.WIFSIGNALED(status) or os.WIFEXITED(status), status
+
+
+@pytest.mark.parametrize("pool", [0, 4])
+def test_capacity_is_exact_while_an_answered_worker_exits(daemon_factory, pool):
+    """max_workers 4, max_queue 8: an execution's slot is free once its
+    answer is sent, even while its worker is still exiting (held unreaped
+    here, deterministically).  Of 13 executions sent at once, 12 are
+    accepted and run, the 13th is busy."""
+    d = daemon_factory(daemon={"max_workers": 4, "max_queue": 8, "pool_size": pool})
+    c = d.client()
+    st = wait_state(c, lambda st: st["idle_workers"] == pool and st["workers"] == pool,
+                    "a full pool")
+    before = {p: cpu_ns(p) for p in d.wait_for_workers(pool)} if pool else {}
+    held = c.send_execute("return T.f()", tools=[{"name": "T", "functions": ["f"]}],
+                          handlers={"T.f": lambda *a: sbx.NO_REPLY})
+    c.wait_deferred(1)
+    mine = [p for p in d.wait_for_workers(1) if p not in before or cpu_ns(p) != before[p]]
+    assert len(mine) == 1, (mine, before, d.children())
+    with unreaped_after_death(mine[0]):
+        c.reply(c.deferred[0], 7)
+        assert c.wait(held).result["value"] == 7
+        st = wait_state(c, lambda st: st["queued"] == 0 and st["idle_workers"] == st["workers"] - 1,
+                        "nothing running, the answered worker not reaped")
+        assert [p for p, _, state, _ in d.workers() if p == mine[0]], "reaped: %r" % st
+        ids = list(range(1001, 1014))
+        c.send_raw("".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": "execute",
+                                       "params": {"code": WORK}}) + "\n" for i in ids))
+        last = c.wait(ids[-1])
+        assert not last.ok and last.kind == "busy", last
+        assert "all 4 workers are busy and 8 executions are queued" in last.message, last
+    for i in ids[:-1]:                  # the neighbours under the bound all run
+        r = c.wait(i, timeout=60 * SCALE)
+        assert r.ok and r.result["value"] == WORK_VALUE, r
+    d.assert_no_leftovers(allowed_idle=pool)
 
 
 def test_describe_reports_the_warm_pool(daemon_factory):
