@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "daemon/worker/calls.h"
+#include "daemon/worker/hint.h"
 #include "daemon/worker/look.h"
 #include "daemon/worker/luaenv.h"
 #include "proto/bindings.h"
@@ -198,12 +199,13 @@ static void make_baseline(lua_State *L, int g)
 
 static void end_syntax(struct job *job, lua_State *L)
 {
+    json_t *code = json_object_get(job->spec, "code");
     size_t len;
     const char *msg = error_text(L, -1, &len);
     const char *p = strncmp(msg, "input:", 6) == 0 ? msg + 6 : NULL;
     long line = p != NULL ? strtol(p, NULL, 10) : 0;
 
-    if (strstr(msg, "syntax error near") != NULL || strstr(msg, "near <eof>") != NULL) {
+    if (hint_bare_expression(json_string_value(code), json_string_length(code), line)) {
         lua_pushliteral(L, "\n" SYNTAX_HINT);
         lua_concat(L, 2);
         msg = lua_tolstring(L, -1, &len);

@@ -1,6 +1,7 @@
 """execute and check: values, output, stats, syntax and runtime errors."""
 
 import re
+import pytest
 
 
 import sbx
@@ -180,6 +181,19 @@ def test_check_bare_expression_hint(client):
     assert r.code == -32001 and r.kind == "syntax_error", r
     assert "return" in r.message, r
     assert r.data.get("line") == 2, r
+
+
+@pytest.mark.parametrize("code,hint", [
+    ("x = 1\nx", True), ("x", True), ("42", True), ("local t = {}\nt.x\n", True),
+    ("for i=1,3 do print(i)", False), ('x = "abc', False), ("local x = 1 +", False),
+])
+def test_bare_expression_hint_only_where_true(client, code, hint):
+    # The note is true where `return ` in front of the chunk (or of its last
+    # line) makes it compile; a missing `end`, an unfinished string or an
+    # unfinished expression is not a bare expression.
+    r = client.execute(code)
+    assert r.kind == "syntax_error", r
+    assert ("a bare expression is not a valid Lua statement" in r.message) is hint, r
 
 
 def test_execute_syntax_error(client):

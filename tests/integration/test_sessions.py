@@ -121,6 +121,11 @@ def test_syntax_error_keeps_the_session(client):
     r = chunk(client, sid, "return 1 +")
     assert r.kind == "syntax_error" and r.data["session_closed"] is False, r
     assert chunk_ok(client, sid, "return kept")["value"] == "yes"
+    # the note's trial compilations leave the session's state alone
+    chunk_ok(client, sid, "function twice(n) return 2 * n end")
+    r = chunk(client, sid, "local y = twice(4)\ny")
+    assert r.kind == "syntax_error" and "bare expression" in r.message, r
+    assert chunk_ok(client, sid, "return twice(21), kept")["value"] == [42, "yes"]
 
 
 def test_runtime_error_keeps_the_state_as_left(client):

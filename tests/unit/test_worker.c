@@ -401,6 +401,60 @@ static void test_syntax_error(void **state)
     run_free(&r);
 }
 
+/* The note about bare expressions only where `return ` in front of the chunk
+ * or of one of its last lines makes it compile; never for a missing `end`, an
+ * unfinished string or an unfinished expression. */
+static void test_syntax_hint(void **state)
+{
+    static const char *const with[] = {
+        "x", "42", "\"abc\"", "1 + 2", "{a = 1}", "x = 1\nx", "x = 1\nx\n\n",
+        "local t = {}\nt.x", "local t = {}\nt.x\n-- done\n", "x\n-- done\n", "x = 1\r\nx\r\n",
+    };
+    static const char *const without[] = {
+        "for i=1,3 do print(i)", "x = \"abc", "local x = 1 +", "local x =;", "if x then",
+        "return (", "x = 1\nfor i = 1, 2 do\n", "f(\n", "local s = [[\nx",
+    };
+    struct job_opts check = {.op = "check"};
+    struct run r;
+    const char *m;
+    size_t i;
+    char *big;
+
+    for (i = 0; i < sizeof with / sizeof with[0]; i++) {
+        m = error_of(state, with[i], &plain, "syntax_error", &r);
+        if (strstr(m, "\nNote: a bare expression is not a valid Lua statement") == NULL)
+            fail_msg("no note for %s: %s", with[i], m);
+        run_free(&r);
+    }
+    for (i = 0; i < sizeof without / sizeof without[0]; i++) {
+        m = error_of(state, without[i], &plain, "syntax_error", &r);
+        if (strstr(m, "bare expression") != NULL)
+            fail_msg("a note for %s: %s", without[i], m);
+        run_free(&r);
+    }
+    m = error_of(state, "x = 1\nx", &check, "syntax_error", &r);
+    assert_non_null(strstr(m, "bare expression"));
+    run_free(&r);
+    /* Each trial compiles within HINT_HEAP in a state of its own: a chunk
+     * whose trial needs more (100000 functions, about 15 MiB) gets no note
+     * and still its syntax error; 20000 (about 3 MiB) get it. */
+    big = malloc(100000 * 15 + 64);
+    assert_non_null(big);
+    for (i = 0; i < 2; i++) {
+        size_t n = i == 0 ? 20000 : 100000, k, len = 0;
+        len += (size_t)sprintf(big, "local t = {");
+        for (k = 0; k < n; k++)
+            len += (size_t)sprintf(big + len, "function() end,");
+        sprintf(big + len, "}\nt");
+        m = error_of(state, big, &plain, "syntax_error", &r);
+        assert_non_null(strstr(m, "input:2:"));
+        if ((strstr(m, "bare expression") != NULL) != (i == 0))
+            fail_msg("%zu functions: %s", n, m);
+        run_free(&r);
+    }
+    free(big);
+}
+
 static void test_runtime_error(void **state)
 {
     struct run r;
@@ -685,6 +739,7 @@ int main(void)
         cmocka_unit_test(test_bindings_globals_table),
         cmocka_unit_test(test_bindings_baseline),
         cmocka_unit_test(test_syntax_error),
+        cmocka_unit_test(test_syntax_hint),
         cmocka_unit_test(test_runtime_error),
         cmocka_unit_test(test_memory_limit_uncatchable),
         cmocka_unit_test(test_reductions_limit_uncatchable),
