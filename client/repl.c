@@ -8,8 +8,36 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <lauxlib.h>
+#include <lua.h>
+
 /* How one chunk went. */
 enum chunk_end { CH_VALUE, CH_ERROR, CH_INCOMPLETE, CH_SYNTAX, CH_CLOSED };
+
+/* How code compiles here: the user's own input, parsed by this process's
+ * Lua 5.3 (the daemon's language) and never run, so that the daemon is sent
+ * only the chunks to run.  LUA_ERRMEM and the like count as "compiles": the
+ * daemon, which has the last word, is asked. */
+enum parse { PARSE_OK, PARSE_INCOMPLETE, PARSE_ERROR };
+
+static enum parse parse(const char *code, size_t len)
+{
+    lua_State *L = luaL_newstate();
+    enum parse r = PARSE_OK;
+    int st;
+
+    if (L == NULL)
+        return PARSE_OK;
+    st = luaL_loadbufferx(L, code, len, "=input", "t");
+    if (st == LUA_ERRSYNTAX) {
+        size_t n;
+        const char *msg = lua_tolstring(L, -1, &n);
+        /* as lua.c: an error at the end of the text means more may come */
+        r = msg && n >= 5 && strcmp(msg + n - 5, "<eof>") == 0 ? PARSE_INCOMPLETE : PARSE_ERROR;
+    }
+    lua_close(L);
+    return r;
+}
 
 static void show_error(const json_t *error)
 {
@@ -23,12 +51,12 @@ static void show_error(const json_t *error)
 /* Run code in the session.  *rc gets an exit status when the call itself
  * failed (a protocol error, a lost connection). */
 static enum chunk_end run(struct ctl_session *s, const char *sid, const char *code,
-                          enum ctl_json_style style, int quiet_syntax, int *rc)
+                          enum ctl_json_style style, int *rc)
 {
     json_t *params = json_pack("{s:s,s:s,s:b}", "session", sid, "code", code,
                                "stream_output", 1);
     const json_t *error, *result, *data;
-    const char *kind, *msg;
+    const char *kind;
 
     *rc = 0;
     if (params == NULL) {
@@ -51,13 +79,6 @@ static enum chunk_end run(struct ctl_session *s, const char *sid, const char *co
     }
     data = json_object_get(error, "data");
     kind = json_string_value(json_object_get(data, "kind"));
-    msg = json_string_value(json_object_get(error, "message"));
-    if (kind != NULL && strcmp(kind, "syntax_error") == 0) {
-        if (msg != NULL && strstr(msg, "<eof>") != NULL)
-            return quiet_syntax ? CH_SYNTAX : CH_INCOMPLETE;
-        if (quiet_syntax)
-            return CH_SYNTAX;
-    }
     show_error(error);
     if (json_is_true(json_object_get(data, "session_closed")) || kind == NULL ||
         (strcmp(kind, "syntax_error") != 0 && strcmp(kind, "runtime_error") != 0)) {
@@ -119,10 +140,14 @@ int ctl_repl(struct ctl_session *s, json_t *open_params, enum ctl_json_style sty
             }
             memcpy(ret, "return ", 7);
             memcpy(ret + 7, buf, len + 1);
-            end = run(s, sid, ret, style, 1, &rc);
+            if (parse(ret, len + 7) == PARSE_OK)
+                end = run(s, sid, ret, style, &rc);
         }
+        /* a block that is not complete yet waits for its next line; a real
+         * syntax error is sent, for the daemon's message (and hint) */
         if (end == CH_SYNTAX)
-            end = run(s, sid, buf, style, 0, &rc);
+            end = parse(buf, len) == PARSE_INCOMPLETE ? CH_INCOMPLETE
+                                                      : run(s, sid, buf, style, &rc);
         if (end == CH_CLOSED)
             goto out;
         if (end != CH_INCOMPLETE)

@@ -3,6 +3,7 @@ exec --stream (output shown while the code runs)."""
 
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -89,3 +90,33 @@ def test_session_closed_at_eof(ctl, daemon):
         while c.call("describe").result["state"]["sessions"] != 0:
             assert time.monotonic() < deadline
             time.sleep(0.05)
+
+
+def executions(d):
+    """sandboxd_executions_total by kind, and the daemon's log lines of session chunks."""
+    with d.client() as c:
+        text = c.call("metrics").result["text"]
+    kinds = dict(re.findall(r'^sandboxd_executions_total\{kind="(\w+)"\} (\d+)$', text, re.M))
+    return {k: int(v) for k, v in kinds.items()}, re.findall(r"op=session outcome=(\w+)", d.stderr)
+
+
+@pytest.mark.parametrize("script,shown,ran,errors", [
+    # the README's example
+    ("function sq(x) return x * x end\nsq(7)\n", ["49"], 2, 0),
+    # blocks over several lines are sent once complete; a real syntax error is sent
+    ("for i = 1, 2 do\n  x = i\nend\nx\nt = {\n  1,\n  2 }\nx = = 1\n#t\n", ["2", "2"], 4, 1),
+], ids=["readme", "blocks"])
+def test_session_sends_only_the_chunks_it_runs(daemon_factory, script, shown, ran, errors):
+    """Whether a line is an expression, and whether a block is complete, is
+    found by sandboxctl's own parser: the daemon's logs and its
+    sandboxd_executions_total count the chunks the user ran (and the
+    session's open), not probes that fail to compile."""
+    d = daemon_factory()
+    before, _ = executions(d)
+    p = run_ctl(("session",), socket_path=d.socket_path, input=script)
+    assert p.returncode == 0, err(p)
+    assert out(p).split() == shown, (out(p), err(p))
+    after, logged = executions(d)
+    delta = {k: after[k] - before[k] for k in after if after[k] != before[k]}
+    assert delta == dict({"ok": ran + 1}, **({"syntax_error": errors} if errors else {})), delta
+    assert sorted(logged) == sorted(["ok"] * (ran + 1) + ["syntax_error"] * errors), logged
