@@ -910,6 +910,48 @@ def test_install_deps_without_root_prints_the_command(with_sudo):
     assert "Run this as root" in p.stderr, p.stderr
 
 
+@pytest.mark.skipif(not IS_ROOT, reason="needs root to run the script as nobody")
+def test_install_deps_through_sudo_is_noninteractive(tmp_path):
+    """Not root, sudo needs no password: apt-get must get
+    DEBIAN_FRONTEND=noninteractive on its command line, since sudo's
+    env_reset drops it from the environment (debconf would then fall back to
+    a frontend that can wait for an answer).  sudo is a stand-in here that
+    does what env_reset does, keeping PATH only; apt-get one that records
+    what it got (the machine's packages are not the test's to change)."""
+    from conftest import runnable_copy
+    tmp = tempfile.mkdtemp(prefix="sbxd-deps-", dir="/tmp")
+    try:
+        os.chmod(tmp, 0o777)
+        bindir = os.path.join(tmp, "bin")
+        os.mkdir(bindir)
+        record = os.path.join(tmp, "apt-get.log")
+        stand_ins = {
+            "dpkg-query": "#!/bin/sh\nexit 1\n",
+            "sudo": '#!/bin/sh\n[ "$1" = -n ] && shift\n[ "$1" = true ] && exit 0\n'
+                    'exec /usr/bin/env -i PATH="$PATH" "$@"\n',
+            "apt-get": '#!/bin/sh\necho "$1 DEBIAN_FRONTEND=${DEBIAN_FRONTEND-unset}" >> %s\n'
+                       % record,
+        }
+        for name, text in stand_ins.items():
+            with open(os.path.join(bindir, name), "w") as f:
+                f.write(text)
+            os.chmod(os.path.join(bindir, name), 0o755)
+        for tool in ("sh", "id", "grep", "cat", "env"):
+            os.symlink(shutil.which(tool), os.path.join(bindir, tool))
+        script = runnable_copy(os.path.join(REPO, "scripts/install-deps"))
+        nobody = pwd.getpwnam("nobody")
+        p = subprocess.run(["/bin/sh", script], capture_output=True, text=True, timeout=30,
+                           stdin=subprocess.DEVNULL, env={"PATH": bindir},
+                           user=nobody.pw_uid, group=nobody.pw_gid, extra_groups=[])
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        with open(record) as f:
+            calls = f.read().splitlines()
+    finally:
+        shutil.rmtree(tmp)
+    assert calls == ["update DEBIAN_FRONTEND=noninteractive",
+                     "install DEBIAN_FRONTEND=noninteractive"], calls
+
+
 # ------------------------------------------------------------------ the first make
 
 def _fresh_checkout(dest):
