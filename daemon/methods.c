@@ -588,31 +588,55 @@ static void m_binding_names(struct conn *c, const struct rpc_msg *m)
 {
     const json_t *b = json_object_get(m->params, "bindings");
     const char *err = NULL;
-    json_t *names, *tree = NULL;
-    json_error_t jerr;
-    int dense = 0;
+    json_t *names, *reply;
 
-    if (m->raw_bindings.p) {        /* large: this method needs the tree */
-        if (!(tree = rpc_loadb_bounded(m->raw_bindings.p, m->raw_bindings.n,
-                                       JSON_ALLOW_NUL, &jerr, &dense))) {
-            conn_send_error(c, m->id, dense ? "message_too_large" : "internal_error", NULL,
-                            "bindings: %s", dense ? "more values than the daemon parses for "
-                            "their size" : "out of memory");
+    if (m->raw_bindings.p) {
+        /* large: read in one pass without a tree, as execute takes them
+         * (the worker builds them, under its own heap cap) */
+        struct jp_splice sp;
+        char *text;
+        size_t len;
+
+#if !defined(MUTATE_NAMES_TEXT)
+        if (bindings_names_text(m->raw_bindings.p, m->raw_bindings.n, &text, &len, &err) < 0) {
+#else
+        json_error_t jerr;
+        int dense = 0;
+        json_t *tree = rpc_loadb_bounded(m->raw_bindings.p, m->raw_bindings.n, JSON_ALLOW_NUL,
+                                         &jerr, &dense);   /* mutant: a tree under the budget */
+        json_t *tn = tree ? bindings_names(tree, &err) : NULL;
+        text = tn ? json_dumps(tn, JSON_COMPACT) : NULL;
+        len = text ? strlen(text) : 0;
+        json_decref(tn);
+        json_decref(tree);
+        if (!tree)
+            err = "more values than the daemon parses for their size";
+        if (!text && !err)
+            err = "out of memory";
+        if (!text) {
+#endif
+            conn_send_error(c, m->id, strcmp(err, "out of memory") == 0 ? "internal_error"
+                            : "invalid_params", NULL, "bindings: %s", err);
             return;
         }
-        b = tree;
+        sp.raw = (struct jp_span){ text, len };
+        reply = rpc_result_new(m->id, jp_token(0));
+        if (reply)
+            conn_send_spliced(c, reply, &sp, 1);
+        json_decref(reply);
+        free(text);
+        return;
     }
     if (!b || json_is_null(b)) {
         conn_send_error(c, m->id, "invalid_params", NULL, "params.bindings is required");
         return;
     }
     names = bindings_names(b, &err);
-    json_decref(tree);
     if (!names) {
         conn_send_error(c, m->id, "invalid_params", NULL, "bindings: %s", err ? err : "malformed");
         return;
     }
-    json_t *reply = rpc_result_new(m->id, names);
+    reply = rpc_result_new(m->id, names);
     conn_send(c, reply);
     json_decref(reply);
 }

@@ -183,7 +183,7 @@ static int parse_float(const char *s, size_t len, double *d)
 struct exporter {
     lua_State *L;
     size_t max;  /* 0: unbounded */
-    size_t used; /* approximate JSON bytes so far */
+    size_t used; /* JSON bytes so far, exactly as json_dumps(JSON_COMPACT) writes them */
     int depth;   /* tables on the current path */
     const void *path[CODEC_MAX_DEPTH];
     const void *root; /* the globals table: on every path, at depth 0 */
@@ -216,19 +216,43 @@ static int charge(struct exporter *x, size_t n)
     return 0;
 }
 
-/* Approximate JSON size of a valid UTF-8 string. */
+/* The JSON size of a valid UTF-8 string as jansson (and jp_quote) write
+ * it: the quotes, '"', '\\' and the five short control escapes in two
+ * bytes, every other control byte as \u00XX. */
 static size_t text_cost(const char *s, size_t len)
 {
     size_t i, cost = len + 2;
 
     for (i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c < 0x20)
-            cost += 5;
-        else if (c == '"' || c == '\\')
+        if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' ||
+            c == '\t')
             cost += 1;
+        else if (c < 0x20)
+            cost += 5;
     }
     return cost;
+}
+
+/* The decimal digits of v, its sign included. */
+static size_t int_cost(lua_Integer v)
+{
+    lua_Unsigned u = v < 0 ? 0u - (lua_Unsigned)v : (lua_Unsigned)v;
+    size_t n = v < 0 ? 2 : 1;
+
+    while (u >= 10) {
+        u /= 10;
+        n++;
+    }
+    return n;
+}
+
+/* What a [key, value] pair adds besides its key and value: its brackets
+ * and the comma between them, and the comma before it unless it is the
+ * first of its array (n: pairs kept so far there). */
+static size_t pair_cost(size_t n)
+{
+    return n > 0 ? 4 : 3;
 }
 
 /* A new array [tag, payload]; steals payload (also on failure). */
@@ -383,7 +407,7 @@ static int exp_string(struct exporter *x, int idx, json_t **out)
             return -1;
         *out = json_stringn_nocheck(s, len);
     } else {
-        if (charge(x, b64_len(len) + 10) < 0) /* ["b",""] */
+        if (charge(x, b64_len(len) + 8) < 0) /* ["b",""] */
             return -1;
         *out = tagged("b", b64_string((const unsigned char *)s, len));
     }
@@ -400,7 +424,7 @@ static int exp_number(struct exporter *x, int idx, json_t **out)
     int n;
 
     if (lua_isinteger(x->L, idx)) {
-        if (charge(x, 21) < 0)
+        if (charge(x, int_cost(lua_tointeger(x->L, idx))) < 0)
             return -1;
         *out = json_integer((json_int_t)lua_tointeger(x->L, idx));
     } else {
@@ -408,7 +432,7 @@ static int exp_number(struct exporter *x, int idx, json_t **out)
         n = snprintf(buf, sizeof buf, "%a", (double)lua_tonumber(x->L, idx));
         if (n < 0 || (size_t)n >= sizeof buf) /* cannot happen: at most ~24 */
             n = 0;
-        if (charge(x, (size_t)n + 10) < 0) /* ["f",""] */
+        if (charge(x, (size_t)n + 8) < 0) /* ["f",""] */
             return -1;
         *out = tagged("f", json_stringn_nocheck(buf, (size_t)n));
     }
@@ -433,7 +457,7 @@ static int exp_entry(struct exporter *x, int kidx, struct entries *es)
         return rc < 0 ? -1 : 0;
     if (exp_value(x, kidx, &k) != 0) /* a data key is never dropped */
         goto fail;
-    if (charge(x, 4) < 0) /* [k,v], */
+    if (charge(x, pair_cost(es->n)) < 0) /* ,[k,v] */
         goto fail;
     entry_key(x->L, kidx, &e);
     if ((e.pair = pair_new(k, v)) == NULL) {
@@ -470,7 +494,7 @@ static int exp_table(struct exporter *x, int idx, json_t **out)
         x->err = err_nomem;
         return -1;
     }
-    if (charge(x, 12) < 0) /* ["t",[]] */
+    if (charge(x, 8) < 0) /* ["t",[]] */
         return -1;
     x->path[x->depth++] = p;
     lua_pushnil(L);
@@ -497,7 +521,7 @@ static int exp_value(struct exporter *x, int idx, json_t **out)
 {
     switch (lua_type(x->L, idx)) {
     case LUA_TBOOLEAN:
-        if (charge(x, 5) < 0)
+        if (charge(x, lua_toboolean(x->L, idx) ? 4 : 5) < 0)
             return -1;
         *out = json_boolean(lua_toboolean(x->L, idx));
         return 0;
@@ -538,7 +562,7 @@ static int exp_global(struct exporter *x, int bidx, int kidx, struct entries *es
         return 0;
     if ((rc = exp_value(x, kidx + 1, &v)) != 0)
         return rc < 0 ? -1 : 0;
-    if (charge(x, text_cost(e.s, e.len) + 4) < 0) {
+    if (charge(x, text_cost(e.s, e.len) + pair_cost(es->n)) < 0) {
         json_decref(v);
         return -1;
     }
@@ -795,4 +819,213 @@ nomem:
     json_decref(names);
     *err = err_nomem;
     return NULL;
+}
+
+/* ------------------------------------------------------ names from text */
+
+/* One pass over bindings text (valid JSON) that makes the checks of
+ * validate(), without a tree: the supervisor reads bindings larger than the
+ * tree budget it grants a message (a table of 50,000 records is 3 MB of
+ * text and some 50 MB of jansson values).  Only strings that need their
+ * value are decoded (tags, "b" and "f" payloads), one at a time; every
+ * byte is looked at a bounded number of times, and the recursion is bounded
+ * by CODEC_MAX_DEPTH tables (an array that is not a table's is refused at
+ * its first element). */
+struct tv {
+    const char *s;
+    size_t n, i;
+    const char *err;
+};
+
+static int tv_fail(struct tv *t, const char *err)
+{
+    t->err = err;
+    return -1;
+}
+
+/* The next byte after blanks, or -1 at the end. */
+static int tv_peek(struct tv *t)
+{
+    while (t->i < t->n && (t->s[t->i] == ' ' || t->s[t->i] == '\t' || t->s[t->i] == '\n' ||
+                           t->s[t->i] == '\r'))
+        t->i++;
+    return t->i < t->n ? (unsigned char)t->s[t->i] : -1;
+}
+
+static int tv_eat(struct tv *t, int c)
+{
+    if (tv_peek(t) != c)
+        return 0;
+    t->i++;
+    return 1;
+}
+
+/* The string literal at the position (quotes included) into *out. */
+static int tv_string(struct tv *t, const char **p, size_t *len)
+{
+    size_t j;
+
+    if (tv_peek(t) != '"')
+        return -1;
+    for (j = t->i + 1; j < t->n && t->s[j] != '"'; j++)
+        if (t->s[j] == '\\')
+            j++;
+    if (j >= t->n)
+        return -1;
+    *p = t->s + t->i;
+    *len = j + 1 - t->i;
+    t->i = j + 1;
+    return 0;
+}
+
+/* The value of a string literal, or NULL (out of memory). */
+static json_t *tv_decode(struct tv *t, const char *p, size_t len)
+{
+    json_error_t jerr;
+    json_t *v = json_loadb(p, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+
+    if (!json_is_string(v)) {
+        json_decref(v);
+        t->err = err_nomem;
+        return NULL;
+    }
+    return v;
+}
+
+static int tv_value(struct tv *t, int depth, int is_key);
+
+/* A table's entries [[k, v], ...] at its own depth. */
+static int tv_table(struct tv *t, int depth)
+{
+    if (depth > CODEC_MAX_DEPTH)
+        return tv_fail(t, err_depth);
+    t->i++;                                     /* '[' */
+    if (tv_eat(t, ']'))
+        return 0;
+    do {
+        if (!tv_eat(t, '[') || tv_value(t, depth, 1) < 0 || !tv_eat(t, ',') ||
+            tv_value(t, depth, 0) < 0 || !tv_eat(t, ']'))
+            return tv_fail(t, t->err ? t->err : err_entry);
+    } while (tv_eat(t, ','));
+    return tv_eat(t, ']') ? 0 : tv_fail(t, err_entry);
+}
+
+/* ["b"|"f"|"t", payload] */
+static int tv_tagged(struct tv *t, int depth, int is_key)
+{
+    struct restorer r = {NULL, NULL};
+    const char *p;
+    size_t len;
+    json_t *tag, *payload;
+    char c;
+    int rc;
+
+    t->i++;                                     /* '[' */
+    if (tv_string(t, &p, &len) < 0)
+        return tv_fail(t, err_tagged);
+    if (len > 8)                                /* "\u00XX" at most for one byte */
+        return tv_fail(t, err_tag);
+    if (!(tag = tv_decode(t, p, len)))
+        return -1;
+    c = json_string_length(tag) == 1 ? json_string_value(tag)[0] : 0;
+    json_decref(tag);
+    if (!tv_eat(t, ','))
+        return tv_fail(t, err_tagged);
+    if (c == 't') {
+        if (tv_peek(t) != '[')
+            return tv_fail(t, err_tagged);
+        if (is_key)
+            return tv_fail(t, err_key);
+        if (tv_table(t, depth + 1) < 0)
+            return -1;
+    } else if (c == 'b' || c == 'f') {
+        if (tv_string(t, &p, &len) < 0)
+            return tv_fail(t, err_tagged);
+        if (!(payload = tv_decode(t, p, len)))
+            return -1;
+        rc = c == 'b' ? rst_bytes(&r, payload) : rst_float(&r, payload, is_key);
+        json_decref(payload);
+        if (rc < 0)
+            return tv_fail(t, r.err);
+    } else {
+        return tv_fail(t, err_tag);
+    }
+    return tv_eat(t, ']') ? 0 : tv_fail(t, err_tagged);
+}
+
+/* A value (or a table key): a string, an integer, a boolean or a tagged
+ * value; null, reals and objects are refused. */
+static int tv_value(struct tv *t, int depth, int is_key)
+{
+    const char *p;
+    size_t len, j;
+
+    switch (tv_peek(t)) {
+    case '"':
+        return tv_string(t, &p, &len) < 0 ? tv_fail(t, err_value) : 0;
+    case '[':
+        return tv_tagged(t, depth, is_key);
+    case -1:
+    case '{':
+    case 'n':
+        return tv_fail(t, err_value);
+    default:
+        break;
+    }
+    /* true, false, or a number: an integer unless it has a fraction or an
+     * exponent (the text is valid JSON) */
+    for (j = t->i; j < t->n && strchr(" \t\r\n,]}:", t->s[j]) == NULL; j++)
+        if (t->s[t->i] != 't' && t->s[t->i] != 'f' &&
+            (t->s[j] == '.' || t->s[j] == 'e' || t->s[j] == 'E'))
+            return tv_fail(t, err_value);
+    if (j == t->i)
+        return tv_fail(t, err_value);
+    t->i = j;
+    return 0;
+}
+
+int bindings_names_text(const char *s, size_t n, char **out, size_t *outlen, const char **err)
+{
+    struct tv t = {s, n, 0, NULL};
+    char *buf = NULL;
+    size_t used = 1;
+    const char *p;
+    size_t len;
+
+    /* the names are the pairs' first members as written: at most the text */
+    if (!(buf = malloc(n + 2))) {
+        *err = err_nomem;
+        return -1;
+    }
+    buf[0] = '[';
+    if (!tv_eat(&t, '['))
+        goto top;
+    if (!tv_eat(&t, ']')) {
+        do {
+            if (!tv_eat(&t, '[') || tv_string(&t, &p, &len) < 0 || !tv_eat(&t, ','))
+                goto top;
+            if (tv_value(&t, 0, 0) < 0)
+                goto fail;
+            if (!tv_eat(&t, ']'))
+                goto top;
+            if (used > 1)
+                buf[used++] = ',';
+            memcpy(buf + used, p, len);
+            used += len;
+        } while (tv_eat(&t, ','));
+        if (!tv_eat(&t, ']'))
+            goto top;
+    }
+    if (tv_peek(&t) != -1)
+        goto top;
+    buf[used++] = ']';
+    *out = buf;
+    *outlen = used;
+    return 0;
+top:
+    t.err = err_top;
+fail:
+    free(buf);
+    *err = t.err ? t.err : err_top;
+    return -1;
 }

@@ -49,11 +49,11 @@
 
 /* Read the globals table at stack index gidx.  The baseline is a table at
  * stack index bidx whose keys are the names to skip.  On success *out is a
- * new JSON array (owned by the caller) and *size its approximate encoded
- * size in bytes: never less than the length of json_dumps(*out,
- * JSON_COMPACT).  Returns 0, or -1 with *err set (out of memory, or the
- * encoding grew beyond max_bytes: err is then "bindings too large"; a
- * max_bytes of 0 means unbounded).  The stack is left as it was.  Never
+ * new JSON array (owned by the caller) and *size its encoded size in
+ * bytes: exactly the length of json_dumps(*out, JSON_COMPACT), counted as
+ * it is built.  Returns 0, or -1 with *err set (out of memory, or the
+ * encoding would be longer than max_bytes: err is then "bindings too
+ * large"; a max_bytes of 0 means unbounded).  The stack is left as it was.  Never
  * raises. */
 int bindings_export(lua_State *L, int gidx, int bidx, size_t max_bytes,
                     json_t **out, size_t *size, const char **err);
@@ -69,5 +69,13 @@ int bindings_restore(lua_State *L, int gidx, int bidx, const json_t *b, const ch
  * order; NULL with *err set when b is malformed.  Runs in the supervisor:
  * pure JSON, no Lua. */
 json_t *bindings_names(const json_t *b, const char **err);
+
+/* The same for bindings as text s[0..n), which must be valid JSON (the
+ * supervisor's large messages pass proto/jsonpass first): the checks of
+ * bindings_names() in one pass, no tree built.  On success *out is a new
+ * malloc'd JSON array text of *outlen bytes (not NUL-terminated), the
+ * names as they are written in s (so at most n + 2 bytes); returns 0, or
+ * -1 with *err set. */
+int bindings_names_text(const char *s, size_t n, char **out, size_t *outlen, const char **err);
 
 #endif

@@ -12,15 +12,16 @@
  * present after openlibs, plus "_ENV" as daemon/worker/worker.c adds) at index 2.
  * Checks:
  *  - bindings_names() accepts exactly what bindings_restore() accepts (both
- *    validate whole first);
+ *    validate whole first), and bindings_names_text() on the input text
+ *    accepts exactly the same and gives the same names;
  *  - a rejected value leaves the globals untouched and says "malformed
  *    bindings: ...";
  *  - restore and export leave the stack as it was;
  *  - export(restore(x)) holds exactly the names of x outside the baseline
  *    (every restorable value is plain data, so none is dropped), is
- *    accepted by bindings_names(), and its size estimate is >= the length
- *    of its compact serialisation; an export bounded by that estimate
- *    succeeds and one byte less fails with "bindings too large";
+ *    accepted by bindings_names(), and its size is exactly the length of
+ *    its compact serialisation; an export bounded by that size succeeds
+ *    and one byte less fails with "bindings too large";
  *  - round trip: export(restore(e)) is byte-identical to e for
  *    e = export(restore(x)) (bindings.h: equal data gives byte-equal JSON).
  */
@@ -118,7 +119,7 @@ static json_t *export_all(lua_State *L, char **text, size_t *size)
     CHECK(lua_gettop(L) == 2 && json_is_array(out), "export stack/out");
     *text = json_dumps(out, JSON_COMPACT);
     CHECK(*text != NULL, "json_dumps of an export failed");
-    CHECK(*size >= strlen(*text), "export size %zu < serialised %zu", *size, strlen(*text));
+    CHECK(*size == strlen(*text), "export size %zu != serialised %zu", *size, strlen(*text));
     return out;
 }
 
@@ -179,6 +180,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* supervisor side */
     names = bindings_names(x, &nerr);
     CHECK(names != NULL || nerr != NULL, "bindings_names failed without err");
+    {
+        /* the supervisor's reading of large bindings, as text: the same
+         * verdict, the same names */
+        const char *terr = NULL;
+        char *out = NULL;
+        size_t olen = 0;
+        int trc = bindings_names_text((const char *)data, size, &out, &olen, &terr);
+
+        CHECK((trc == 0) == (names != NULL), "bindings_names %s but bindings_names_text %s",
+              names ? "accepted" : "rejected", trc == 0 ? "accepted" : "rejected");
+        if (trc == 0) {
+            json_t *got = json_loadb(out, olen, JSON_ALLOW_NUL, &je);
+            CHECK(got != NULL && json_equal(got, names), "bindings_names_text gave other names");
+            json_decref(got);
+            free(out);
+        } else {
+            CHECK(terr != NULL, "bindings_names_text failed without err");
+        }
+    }
     /* to the worker, as part of the job spec */
     text = json_dumps(x, JSON_COMPACT | JSON_ENCODE_ANY);
     CHECK(text != NULL, "json_dumps failed");

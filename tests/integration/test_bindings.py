@@ -233,3 +233,63 @@ def test_result_frame_bound_counts_binding_names(daemon_factory):
     assert r.ok, r
     assert len(r.result["value"]) == 1000000
     assert r.result["binding_names"] == ["n" * 3500000]
+
+
+def records_bindings(n, bad_at=None):
+    """Bindings of one global `records`: n records of two fields, as the
+    daemon stores them; with bad_at, that record's score is null."""
+    recs = []
+    for i in range(1, n + 1):
+        score = None if i == bad_at else i * 7
+        recs.append([i, ["t", [["name", "user-%06d@example.org" % i], ["score", score]]]])
+    return [["records", ["t", recs]]]
+
+
+def test_binding_names_takes_what_execute_takes(daemon_factory):
+    """binding_names reads large bindings without building them as a tree,
+    so it takes what execute takes: 50,000 records of two fields (3 MB,
+    some 50 MB as jansson values, past the parse budget of 4 bytes a byte
+    plus 16 MiB) give their name, as execute restores them.  The same text
+    with one null inside is still refused, as the small path refuses it."""
+    d = daemon_factory(daemon={"max_message_bytes": 16 << 20})
+    c = d.client(timeout=60 * sbx.SCALE)
+    b = records_bindings(50000)
+    assert len(json.dumps(b, separators=(",", ":"))) > 3000000
+    assert c.value("return #records, records[50000].name", bindings=b) == [50000, "user-050000@example.org"]
+    r = c.call("binding_names", {"bindings": b})
+    assert r.ok and r.result == ["records"], r
+    r = c.call("binding_names", {"bindings": records_bindings(50000, bad_at=49999)})
+    assert r.kind == "invalid_params" and "null, a bare real or an object" in r.message, r
+    r = c.call("binding_names", {"bindings": records_bindings(3, bad_at=2)})
+    assert r.kind == "invalid_params" and "null, a bare real or an object" in r.message, r
+    many = [["g%06d" % i, i] for i in range(200000)]
+    r = c.call("binding_names", {"bindings": many})
+    assert r.ok and r.result == ["g%06d" % i for i in range(200000)], r.raw[:200]
+
+
+def test_bindings_size_exact(daemon_factory):
+    """max_bindings_bytes bounds the bindings' compact JSON text exactly:
+    300,000 integers sent in (4.58 MB) and left alone come back under the
+    default 10,000,000, where 21 bytes counted an integer refused them; and
+    bindings of exactly max_bindings_bytes bytes are returned while one byte
+    less of limit is bindings_too_large."""
+    d = daemon_factory(daemon={"max_message_bytes": 16 << 20})
+    c = d.client(timeout=60 * sbx.SCALE)
+    b = [["t", ["t", [[i, i] for i in range(1, 300001)]]]]
+    text = json.dumps(b, separators=(",", ":"))
+    assert len(text) > 4500000
+    r = c.execute("return #t", bindings=b)
+    assert r.ok and r.result["value"] == 300000, r
+    assert json.dumps(r.result["bindings"], separators=(",", ":")) == text
+    # the boundary, with escapes, floats, "b" strings and nested tables in it
+    code = ("s = 'q\"\\\\\\n\\t\\1\\127\\u{E9}' n = {math.mininteger, -7, 0, 1.5, 0/0, true, false}"
+            " raw = '\\xff\\x00' nest = {{{}}, k = {[2.5] = 'x'}}")
+    r = c.execute(code)
+    assert r.ok, r
+    size = len(json.dumps(r.result["bindings"], separators=(",", ":"), ensure_ascii=False)
+               .encode("utf-8"))
+    r = c.execute(code, limits={"max_bindings_bytes": size})
+    assert r.ok, r
+    r = c.execute(code, limits={"max_bindings_bytes": size - 1})
+    assert r.kind == "bindings_too_large", r
+    assert "(%d bytes)" % (size - 1) in r.message, r

@@ -90,6 +90,8 @@ static char *export_text(lua_State *L, size_t max, size_t *size, const char **er
     s = json_dumps(b, JSON_COMPACT);
     assert_non_null(s);
     json_decref(b);
+    if (sz != strlen(s))                /* the size is exact, for every export */
+        fail_msg("export size %zu, text %zu bytes: %.300s", sz, strlen(s), s);
     if (size != NULL)
         *size = sz;
     return s;
@@ -430,6 +432,40 @@ static void test_size_cap(void **state)
     assert_string_equal(err, "bindings too large");
 }
 
+/* The counted size is the text's length, for every kind of value (each
+ * escape jansson writes, integers of every length and sign, floats, "b"
+ * strings, dropped entries, empty and nested tables), so the cap holds at
+ * the exact byte: max_bindings_bytes of the text's length passes, one less
+ * is refused. */
+static void test_size_exact(void **state)
+{
+    lua_State *L = *state;
+    const char *err;
+    size_t size;
+    char *s;
+
+    run(L, "a = 'q\"b\\\\c/\\b\\f\\n\\r\\t\\0\\1\\31\\127\\u{E9}' "
+           "b = {math.mininteger, math.maxinteger, -1, 0, 9, 10, -10, 99, 100, 123456789} "
+           "c = {1.5, -0.0, 1/0, -1/0, 0/0, 2^-1074} d = '\\xff\\xfe' e = {[true] = false, "
+           "[false] = true, [2.5] = 'x', ['\\xff'] = {}, f = print, [print] = 1} "
+           "g = {{{}}} h = true i = false");
+    s = export_text(L, 0, &size, &err);
+    assert_non_null(s);
+    assert_int_equal(size, strlen(s));
+    free(s);
+    s = export_text(L, size, NULL, &err);
+    assert_non_null(s);
+    free(s);
+    assert_null(export_text(L, size - 1, NULL, &err));
+    assert_string_equal(err, "bindings too large");
+    /* 300,000 small integers: about 4 MB, where 21 bytes an integer made 14 */
+    run(L, "a, b, c, d, e, g, h, i = nil t = {} for i = 1, 300000 do t[i] = i % 100 end");
+    s = export_text(L, 0, &size, &err);
+    assert_non_null(s);
+    assert_true(size < 4000000);
+    free(s);
+}
+
 static void test_million(void **state)
 {
     lua_State *L = *state, *L2;
@@ -488,6 +524,46 @@ static const char *const malformed[] = {
     "[[\"ok\",1],[\"a\",[\"t\",[[1,[\"t\",[[2,[\"q\",1]]]]]]]]]",
 };
 
+/* bindings_names_text() refuses text as bindings_names() does, with the
+ * same message (want; NULL: any "malformed bindings: ..."). */
+static void expect_text_refused(const char *text, const char *want)
+{
+    const char *err = NULL;
+    char *out = NULL;
+    size_t len;
+
+    if (bindings_names_text(text, strlen(text), &out, &len, &err) == 0)
+        fail_msg("bindings_names_text accepted %s as %.*s", text, (int)len, out);
+    if (err == NULL || strncmp(err, "malformed bindings: ", 20) != 0 ||
+        (want && strcmp(err, want) != 0))
+        fail_msg("%s: bindings_names_text says \"%s\", bindings_names \"%s\"", text,
+                 err ? err : "(null)", want ? want : "(any)");
+}
+
+/* bindings_names_text() accepts text and gives the names bindings_names()
+ * gives, as JSON that reads the same. */
+static void expect_text_names(const char *text)
+{
+    json_t *b = load(text), *want, *got;
+    const char *err = NULL;
+    json_error_t je;
+    char *out = NULL;
+    size_t len;
+
+    want = bindings_names(b, &err);
+    if (want == NULL)
+        fail_msg("bindings_names refused %s: %s", text, err);
+    if (bindings_names_text(text, strlen(text), &out, &len, &err) != 0)
+        fail_msg("bindings_names_text refused %s: %s", text, err);
+    got = json_loadb(out, len, JSON_ALLOW_NUL, &je);
+    if (!got || !json_equal(got, want))
+        fail_msg("%s: names %.*s", text, (int)len, out);
+    free(out);
+    json_decref(got);
+    json_decref(want);
+    json_decref(b);
+}
+
 static void expect_malformed(const char *text)
 {
     lua_State *L = state_new();
@@ -506,6 +582,7 @@ static void expect_malformed(const char *text)
         fail_msg("bindings_names accepted %s", text);
     assert_non_null(err);
     json_decref(b);
+    expect_text_refused(text, err);
 }
 
 /* Nested tables from stored JSON: depth d as ["t",[[1, ...]]]. */
@@ -563,11 +640,13 @@ static void test_malformed_messages(void **state)
         assert_int_equal(restore_text(L, cases[i].text, &err), -1);
         if (strstr(err, cases[i].err) == NULL)
             fail_msg("%s: got \"%s\", want \"%s\"", cases[i].text, err, cases[i].err);
+        expect_text_refused(cases[i].text, err);
     }
     {
         char *s = deep_bindings(CODEC_MAX_DEPTH + 1);
         assert_int_equal(restore_text(L, s, &err), -1);
         assert_string_equal(err, "malformed bindings: tables nested deeper than 100");
+        expect_text_refused(s, err);
         free(s);
     }
 }
@@ -588,9 +667,37 @@ static void test_valid_edges(void **state)
     check(L, "return x == 2^-1074 and y == -((2 - 2^-52) * 2^1023)");
     s = deep_bindings(CODEC_MAX_DEPTH);
     assert_int_equal(restore_text(L, s, &err), 0);
+    expect_text_names(s);
     free(s);
     check(L, "local d, t = 0, a while type(t) == 'table' do d = d + 1 t = t[1] end "
              "return d == 100 and t == 0");
+}
+
+/* bindings_names_text() reads what bindings_names() reads: escapes (a tag
+ * written "\u0074"), blanks, NUL in names, every scalar and tag, keys of
+ * every kind, and the names come back as written. */
+static void test_names_text(void **state)
+{
+    static const char *const ok[] = {
+        "[]", " [ ] ", "[[\"a\",1]]", "[[\"a\",-12],[\"b\",true],[\"c\",false],[\"d\",\"x\"]]",
+        "[ [ \"a\" , [ \"t\" , [ [ 1 , 2 ] , [ \"k\" , [\"b\",\"QQ==\"] ] ] ] ] ]",
+        "[[\"\\u0061\\u0000b\",[\"\\u0074\",[[true,1],[[\"f\",\"0x1p+0\"],2],[[\"b\",\"\"],3]]]]]",
+        "[[\"e\",[\"b\",\"\"]],[\"n\",[\"f\",\"-nan\"]],[\"t\",[\"t\",[]]],[\"d\",1],[\"d\",2]]",
+        "[[\"\\u00e9t\\u00e9\",[\"f\",\"inf\"]],[\"x\",[\"t\",[[1,[\"t\",[[2,\"y\"]]]]]]]]",
+        "[[\"big\",9223372036854775807],[\"small\",-9223372036854775808]]",
+    };
+    static const char *const bad[] = {
+        "[[\"a\",1e3]]", "[[\"a\",1E3]]", "[[\"a\",-0.0]]", "[[\"a\",[\"\\u0074x\",[]]]]",
+        "[[\"a\",[\"t\",[]],3]]", "[[\"a\",[\"\\u0062\",\"QQ\"]]]",
+        "[[\"a\",[[\"t\",[]],1]]]", "[[\"a\",[\"t\",[[true,1,2]]]]]",
+    };
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        expect_text_names(ok[i]);
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_malformed(bad[i]);
 }
 
 int main(void)
@@ -606,10 +713,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metamethods_never_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_baseline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_size_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_size_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_million, setup, teardown),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test_setup_teardown(test_malformed_messages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_valid_edges, setup, teardown),
+        cmocka_unit_test(test_names_text),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
