@@ -454,20 +454,37 @@ void conn_close_after_flush(struct conn *c)
     conn_maybe_finish(c);
 }
 
+/* The id of a line refused before it is classified (rpc_scan_id), or
+ * NULL: the refusal then carries null. */
+static json_t *refused_id(const char *line, size_t len)
+{
+#if defined(MUTATE_REFUSED_ID)
+    (void)line; (void)len;
+    return NULL;                        /* mutant: every refusal says null */
+#else
+    return rpc_scan_id(line, len);
+#endif
+}
+
 static void conn_handle_line(struct conn *c, const char *line, size_t len)
 {
     struct rpc_msg m;
 
+    json_t *id;
+
     rpc_parse(line, len, &m);
     switch (m.type) {
     case RPC_PARSE_ERROR:
+        /* a client waiting for its id gets it whenever it can be read */
+        id = refused_id(line, len);
         if (m.too_dense)
-            conn_send_error(c, NULL, "message_too_large", NULL,
+            conn_send_error(c, id, "message_too_large", NULL,
                             "%s (at most %d bytes of memory per byte, plus %zu)", m.why,
                             RPC_TREE_FACTOR, RPC_TREE_FLOOR);
         else
-            conn_send_error(c, NULL, "parse_error", NULL, "parse error: %s",
+            conn_send_error(c, id, "parse_error", NULL, "parse error: %s",
                             m.why ? m.why : "invalid JSON");
+        json_decref(id);
         break;
     case RPC_INVALID:
         /* A malformed answer to a pending tool call still ends the wait: the
@@ -535,10 +552,15 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents)
         }
         while (!c->closing &&
                (st = ndjson_next(&c->rd, &line, &len)) != NDJSON_AGAIN) {
-            if (st == NDJSON_TOO_LONG)
-                conn_send_error(c, NULL, "message_too_large", NULL,
+            if (st == NDJSON_TOO_LONG) {
+                json_t *id;
+                ndjson_too_long_head(&c->rd, &line, &len);
+                id = refused_id(line, len);
+                conn_send_error(c, id, "message_too_large", NULL,
                                 "message longer than %zu bytes", c->sup->cfg.max_message_bytes);
-            else
+                json_decref(id);
+                len = 0;
+            } else
                 conn_handle_line(c, line, len);
             if (len > largest)
                 largest = len;

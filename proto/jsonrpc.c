@@ -385,6 +385,96 @@ void rpc_parse(const char *line, size_t len, struct rpc_msg *msg)
     msg->type = classify(msg);
 }
 
+/* ------------------------------------------------------------------------
+ * The id of a refused line
+ * --------------------------------------------------------------------- */
+
+/* Index after the string opening at s[i], or n when it does not close. */
+static size_t scan_string(const char *s, size_t n, size_t i)
+{
+    for (i++; i < n; i++) {
+        if (s[i] == '\\')
+            i++;
+        else if (s[i] == '"')
+            return i + 1;
+    }
+    return n;
+}
+
+/* Index after the value starting at s[i] (a string, a container matched by
+ * bracket count outside strings, or a bare token), or n. */
+static size_t scan_value(const char *s, size_t n, size_t i)
+{
+    size_t depth = 0;
+
+    if (i >= n)
+        return n;
+    if (s[i] == '"')
+        return scan_string(s, n, i);
+    if (s[i] != '[' && s[i] != '{') {
+        while (i < n && !is_blank(s[i]) && s[i] != ',' && s[i] != '}' && s[i] != ']' &&
+               s[i] != ':' && s[i] != '"' && s[i] != '[' && s[i] != '{')
+            i++;
+        return i;
+    }
+    for (; i < n; i++) {
+        if (s[i] == '"')
+            i = scan_string(s, n, i) - 1;
+        else if (s[i] == '[' || s[i] == '{')
+            depth++;
+        else if ((s[i] == ']' || s[i] == '}') && --depth == 0)
+            return i + 1;
+    }
+    return n;
+}
+
+static size_t scan_blanks(const char *s, size_t n, size_t i)
+{
+    while (i < n && is_blank(s[i]))
+        i++;
+    return i;
+}
+
+json_t *rpc_scan_id(const char *s, size_t n)
+{
+    json_t *id = NULL;
+    size_t i = scan_blanks(s, n, 0);
+
+    if (i >= n || s[i] != '{')
+        return NULL;
+    for (i = scan_blanks(s, n, i + 1); i < n && s[i] == '"';) {
+        size_t k = i, ke = scan_string(s, n, i), ve;
+        json_t *key = NULL, *v;
+        json_error_t err;
+
+        /* "id" takes at most 14 bytes written ("\u0069\u0064") */
+        if (ke < n && ke - k <= 14)
+            key = json_loadb(s + k, ke - k, JSON_DECODE_ANY, &err);
+        i = scan_blanks(s, n, ke);
+        if (i >= n || s[i] != ':') {
+            json_decref(key);
+            break;
+        }
+        i = scan_blanks(s, n, i + 1);
+        ve = scan_value(s, n, i);
+        if (ve < n && rpc_string_is(key, "id", 2) &&
+            (v = json_loadb(s + i, ve - i, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err)) != NULL) {
+            if (id_usable(v)) {
+                json_decref(id);
+                id = v;                 /* the last one wins, as in a parse */
+            } else {
+                json_decref(v);
+            }
+        }
+        json_decref(key);
+        i = scan_blanks(s, n, ve);
+        if (i >= n || s[i] != ',')
+            break;
+        i = scan_blanks(s, n, i + 1);
+    }
+    return id;
+}
+
 void rpc_msg_clear(struct rpc_msg *msg)
 {
     json_decref(msg->root);

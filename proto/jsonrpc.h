@@ -89,6 +89,15 @@ json_t *rpc_loadb_budget(const char *buf, size_t len, size_t flags, json_error_t
                          size_t *budget, int *too_dense);
 void rpc_msg_clear(struct rpc_msg *msg);
 
+/* The id of a line the daemon refuses before it can classify it (not JSON,
+ * too dense to parse, longer than max_message_bytes: then the line's first
+ * bytes), so the refusal can carry it: one pass over the members of the
+ * top-level object, values skipped by bracket count, stopping at the first
+ * byte that cannot continue the object.  Returns a new reference to the
+ * last "id" member read whole, when it is a string or an integer; else
+ * NULL (answer with null).  O(n); builds nothing but that id. */
+json_t *rpc_scan_id(const char *s, size_t n);
+
 /* Exact string tests for text a peer sent, which may hold "\u0000": a C
  * string view would end at the first NUL and take "id\u0000junk" for "id".
  * rpc_string_is(): s is a JSON string equal to text[0..n), length included.

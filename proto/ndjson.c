@@ -140,11 +140,19 @@ static enum ndjson_status no_line(struct ndjson_reader *rd)
 {
     if (rd->discarding != STUB_HELD)
         return NDJSON_AGAIN;
+    rd->head = inbuf_data(&rd->in);     /* consume never moves the bytes */
+    rd->head_len = inbuf_held(&rd->in);
     inbuf_consume(&rd->in, inbuf_held(&rd->in));
     rd->scan = 0;
     rd->tail = 0;
     rd->discarding = DROPPING;
     return NDJSON_TOO_LONG;
+}
+
+void ndjson_too_long_head(const struct ndjson_reader *rd, const char **head, size_t *len)
+{
+    *head = rd->head;
+    *len = rd->head_len;
 }
 
 enum ndjson_status ndjson_next(struct ndjson_reader *rd, const char **line, size_t *len)
@@ -171,8 +179,11 @@ enum ndjson_status ndjson_next(struct ndjson_reader *rd, const char **line, size
         rd->scan = 0;
         if (n > 0 && start[n - 1] == '\r')
             n--;
-        if (n > rd->max_line)
+        if (n > rd->max_line) {
+            rd->head = start;
+            rd->head_len = n;
             return NDJSON_TOO_LONG;
+        }
         if (!is_blank(start, n)) {
             *line = start;
             *len = n;

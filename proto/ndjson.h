@@ -50,6 +50,8 @@ struct ndjson_reader {
     int     discarding; /* inside an over-long line (values: ndjson.c) */
     size_t  tail;       /* bytes held after the last '\n': the unfinished
                          * line (added: feed must bound it in O(1)) */
+    const char *head;   /* the last NDJSON_TOO_LONG line's first bytes */
+    size_t  head_len;
 };
 
 /* max_line is clamped to SIZE_MAX / 4 so that size arithmetic cannot wrap.
@@ -63,6 +65,11 @@ int  ndjson_feed(struct ndjson_reader *rd, const char *data, size_t n);
  * NUL-terminated; it may contain NUL bytes) and *len is its length.  On
  * NDJSON_TOO_LONG and NDJSON_AGAIN, *line is set to NULL and *len to 0. */
 enum ndjson_status ndjson_next(struct ndjson_reader *rd, const char **line, size_t *len);
+/* After NDJSON_TOO_LONG: the first bytes of that line (at most max_line + 1,
+ * without the newline), so its owner can look for what it can still read
+ * there (a request id).  Valid until the next ndjson_feed(), ndjson_shrink()
+ * or ndjson_free(). */
+void ndjson_too_long_head(const struct ndjson_reader *rd, const char **head, size_t *len);
 /* Give back a large buffer once nothing is held (see inbuf_release_idle):
  * owners call it after handling the lines of a read, since it invalidates
  * line pointers.  Buffers up to NDJSON_IDLE_KEEP bytes are kept for reuse. */

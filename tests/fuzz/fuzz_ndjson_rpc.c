@@ -22,6 +22,8 @@
  * pass-through path (validated without a tree, bindings and result kept as
  * text): its verdict must be jansson's, and the raw members must parse to
  * the members jansson builds.
+ * rpc_scan_id() on every line gives a string or an integer or nothing, and
+ * on a line that parses as an object, exactly its usable id.
  * Every line of the main reader goes through rpc_parse(); the fields of the
  * result are checked against jsonrpc.h, and the replies the daemon would
  * build from it (rpc_error_new / rpc_errorf_new / rpc_result_new /
@@ -184,6 +186,17 @@ static void rpc_line(const char *line, size_t len)
 
     rpc_parse(line, len, &m);
     id = m.root && json_is_object(m.root) ? json_object_get(m.root, "id") : NULL;
+    {
+        /* the id a refusal would carry: for a line that parses, the one
+         * the parse found (a string or an integer) */
+        json_t *scanned = rpc_scan_id(line, len);
+        CHECK(scanned == NULL || json_is_string(scanned) || json_is_integer(scanned),
+              "scanned id of another type");
+        if (m.root && json_is_object(m.root) && !m.raw_bindings.p && !m.raw_result.p)
+            CHECK(id_usable(id) ? scanned && json_equal(scanned, id) : scanned == NULL,
+                  "scanned id differs from the parsed one");
+        json_decref(scanned);
+    }
     if (len > RPC_PASS_MIN) {   /* the pass-through path: same verdict, same bytes */
         json_error_t je;
         json_t *ref = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je), *rb;

@@ -5,6 +5,7 @@ import subprocess
 
 import pytest
 
+import sbx
 from conftest import DEFAULT_CONFIG, SANDBOXD_BIN
 
 LIMIT_KEYS = ["timeout_ms", "max_heap", "max_reductions", "cpu_ms", "priority",
@@ -118,7 +119,7 @@ def test_invalid_json(client):
     client.send_raw(b'{"jsonrpc":"2.0","id":1,"method":\n')
     r = client.next_response()
     assert r.code == -32700 and r.kind == "parse_error", r
-    assert r.id is None
+    assert r.id == 1                    # readable before the fault: echoed
     client.send_raw(b"this is not json\n")
     r = client.next_response()
     assert r.code == -32700 and r.id is None
@@ -297,6 +298,48 @@ def test_notifications_get_no_reply(client):
     client.send_raw(b'{"jsonrpc":"2.0","id":"nobody","result":5}\n')   # response to nothing
     client.send_raw(b'{"jsonrpc":"2.0","id":"nobody2","error":{"code":1,"message":"x"}}\n')
     client.assert_quiet_until_ping()
+
+
+def test_refusals_carry_a_readable_id(daemon_factory):
+    """A line refused before it is classified (too dense to parse, longer
+    than max_message_bytes, not JSON) is answered with its id whenever a
+    scan of its top-level members can read one, so a client waiting for
+    that id is not left hanging: a 16 MiB ping of 5.59 million empty arrays,
+    with its id before or after them; a line over the limit whose id comes
+    before the cut.  Null stays for lines with no readable id: no id, an id
+    past the cut, an id of a type ids cannot have, text that is not an
+    object."""
+    big = 16 << 20
+    d = daemon_factory(daemon={"max_message_bytes": big})
+    c = d.client(timeout=60 * sbx.SCALE)
+    arrays = b",".join([b"[]"] * 5590000)
+    for line, want in [
+            (b'{"jsonrpc":"2.0","id":"dense-1","method":"ping","params":{"x":[' + arrays + b"]}}",
+             "dense-1"),
+            (b'{"jsonrpc":"2.0","method":"ping","params":{"x":[' + arrays + b']},"id":42}', 42),
+            (b'{"jsonrpc":"2.0","method":"ping","params":{"x":[' + arrays + b"]}}", None)]:
+        assert len(line) < big
+        c.send_raw(line + b"\n")
+        r = c.next_response()
+        assert r.kind == "message_too_large" and r.id == want, r
+    pad = b"y" * big
+    for line, want in [
+            (b'{"jsonrpc":"2.0","id":"long-1","method":"ping","params":{"p":"' + pad + b'"}}',
+             "long-1"),
+            (b'{"jsonrpc":"2.0","method":"ping","params":{"p":"' + pad + b'"},"id":"late"}', None)]:
+        c.send_raw(line + b"\n")
+        r = c.next_response()
+        assert r.kind == "message_too_large" and r.id == want, r
+    for line, kind, want in [
+            (b'{"jsonrpc":"2.0","id":"p1","method":"ping","params":{"x":}}', "parse_error", "p1"),
+            (b'{"jsonrpc":"2.0","id":"p2","id":7,"method":"ping","params":[1,}', "parse_error", 7),
+            (b'{"jsonrpc":"2.0","id":1.5,"method":"ping","params":{"x":}}', "parse_error", None),
+            (b'{"jsonrpc":"2.0","method":"ping","params":[', "parse_error", None),
+            (b'this is not json', "parse_error", None)]:
+        c.send_raw(line + b"\n")
+        r = c.next_response()
+        assert r.kind == kind and r.id == want, (line, r)
+    c.assert_quiet_until_ping()
 
 
 def test_message_too_large(daemon_factory):

@@ -639,6 +639,43 @@ static void test_tree_floor(void **state)
     }
 }
 
+/* The id of a refused line: the last "id" member of the top-level object
+ * read whole, when it is a string or an integer; nothing else. */
+static void test_scan_id(void **state)
+{
+    static const struct { const char *line; const char *want; } cases[] = {
+        { "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":", "1" },
+        { "{\"id\":\"a\\u0000b\",\"x\":}", "\"a\\u0000b\"" },
+        { " { \"x\" : [1,{\"id\":2},\"]}\\\"\"] , \"id\" : -7 , \"y\":", "-7" },
+        { "{\"id\":1,\"id\":\"two\",\"p\":[[[", "\"two\"" },
+        { "{\"\\u0069\\u0064\":3,", "3" },
+        { "{\"params\":{\"id\":4},\"z\":}", NULL },      /* not a top-level member */
+        { "{\"id\":1.5,\"x\":}", NULL },                  /* not an id's type */
+        { "{\"id\":true}", NULL },
+        { "{\"id\":{\"a\":1}}", NULL },
+        { "{\"id\":12", NULL },                             /* cut: maybe 123 */
+        { "{\"id\":\"abc", NULL },                         /* cut inside */
+        { "{\"id\\u0000\":5,", NULL },
+        { "{\"idx\":5,\"x\":}", NULL },
+        { "[{\"id\":5}]", NULL },
+        { "\"id\":5", NULL },
+        { "{\"a\":1 \"id\":5}", NULL },                    /* a missing comma ends the scan */
+        { "", NULL },
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_t *id = rpc_scan_id(cases[i].line, strlen(cases[i].line)), *want = NULL;
+        json_error_t je;
+
+        if (cases[i].want)
+            want = json_loads(cases[i].want, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+        if (!(id == NULL ? want == NULL : want != NULL && json_equal(id, want)))
+            fail_msg("%s: scanned %s", cases[i].line, id ? "an id" : "nothing");
+        json_decref(id);
+        json_decref(want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -664,6 +701,7 @@ int main(void)
         cmocka_unit_test(test_dump_line_round_trip),
         cmocka_unit_test(test_large_lines_pass_through),
         cmocka_unit_test(test_tree_floor),
+        cmocka_unit_test(test_scan_id),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -181,6 +181,9 @@ static void test_too_long_reported_before_newline(void **state)
     assert_int_equal(len, 2);
     assert_memory_equal(line, "ok", 2);
     assert_int_equal(ndjson_next(&rd, &line, &len), NDJSON_TOO_LONG);
+    ndjson_too_long_head(&rd, &line, &len);     /* its first max_line + 1 bytes */
+    assert_int_equal(len, 9);
+    assert_memory_equal(line, "012345678", 9);
     assert_int_equal(ndjson_next(&rd, &line, &len), NDJSON_AGAIN);
     assert_int_equal(ndjson_pending(&rd), 0);
     for (i = 0; i < 1000; i++) {
@@ -193,6 +196,14 @@ static void test_too_long_reported_before_newline(void **state)
     assert_int_equal(len, 5);
     assert_memory_equal(line, "after", 5);
     assert_int_equal(ndjson_next(&rd, &line, &len), NDJSON_AGAIN);
+    /* a whole long line in one feed: its head is what was kept of it */
+    assert_int_equal(ndjson_feed(&rd, "abcdefghijkl\nok\n", 16), 0);
+    assert_int_equal(ndjson_next(&rd, &line, &len), NDJSON_TOO_LONG);
+    ndjson_too_long_head(&rd, &line, &len);
+    assert_true(len >= 9 && len <= 12);
+    assert_memory_equal(line, "abcdefghi", 9);
+    assert_int_equal(ndjson_next(&rd, &line, &len), NDJSON_LINE);
+    assert_memory_equal(line, "ok", 2);
     ndjson_free(&rd);
 }
 
