@@ -184,25 +184,11 @@ static void exec_log_end(struct exec *e, const char *kind, const json_t *wstats,
 
 /* Pending output is sent at most this long after it arrived, so many
  * prints make one notification; more than STREAM_FLUSH_BYTES pending go
- * out at once.  Every notification repeats the request id, which the
- * client chose (up to max_message_bytes): so that the ids cost the daemon
- * no more than the output itself plus STREAM_ID_RATE bytes a second, a
- * notification waits for as many pending bytes as the id has, and the delay
- * grows by a second per STREAM_ID_RATE bytes of id.  Ids of ordinary size
- * change nothing. */
+ * out at once.  Every notification repeats the request id, which is at most
+ * RPC_ID_MAX bytes (methods.c refuses a longer one), so the ids cost at most
+ * that per notification. */
 #define STREAM_DELAY        0.02
 #define STREAM_FLUSH_BYTES  65536
-#define STREAM_ID_RATE      (1024.0 * 1024.0)
-
-static size_t stream_id_bytes(const struct exec *e)
-{
-#if defined(MUTATE_STREAM_ID_COST)
-    (void)e;
-    return 0;                           /* mutant: an id costs nothing */
-#else
-    return json_is_string(e->req_id) ? json_string_length(e->req_id) : 0;
-#endif
-}
 
 /* Send output[streamed..) (all of it when final, else up to a whole
  * character) as one execution/output notification. */
@@ -236,16 +222,14 @@ static void stream_cb(struct ev_loop *loop, ev_timer *t, int revents)
 /* New output was captured: send it soon. */
 static void stream_note(struct exec *e)
 {
-    size_t id = stream_id_bytes(e);
-
     if (!e->stream)
         return;
-    if (e->output_len - e->streamed >= (id > STREAM_FLUSH_BYTES ? id : STREAM_FLUSH_BYTES)) {
+    if (e->output_len - e->streamed >= STREAM_FLUSH_BYTES) {
         stream_flush(e, 0);
         return;
     }
     if (!ev_is_active(&e->stream_timer)) {
-        ev_timer_set(&e->stream_timer, STREAM_DELAY + (double)id / STREAM_ID_RATE, 0.);
+        ev_timer_set(&e->stream_timer, STREAM_DELAY, 0.);
         ev_timer_start(e->sup->loop, &e->stream_timer);
     }
 }

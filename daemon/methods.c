@@ -190,8 +190,10 @@ static json_t *norm_tools(const json_t *tools, json_t **index, char *err, size_t
             snprintf(err, errlen, "tool name '%.64s' is not a free Lua identifier", name);
             goto fail;
         }
-        if (module && !json_is_null(module) && !rpc_cstring(module)) {
-            snprintf(err, errlen, "tool %s: module must be a string without NUL", name);
+        if (module && !json_is_null(module) &&
+            (!rpc_cstring(module) || json_string_length(module) > RPC_ID_MAX)) {
+            snprintf(err, errlen, "tool %s: module must be a string of at most %d bytes "
+                     "without NUL", name, RPC_ID_MAX);
             goto fail;
         }
         if (functions && !json_is_null(functions) &&
@@ -284,8 +286,9 @@ static struct exec *find_session(struct conn *c, const struct rpc_msg *m)
     const json_t *sid = json_object_get(m->params, "session");
     struct exec *e;
 
-    if (!json_is_string(sid)) {
-        conn_send_error(c, m->id, "invalid_params", NULL, "params.session must be a string");
+    if (!json_is_string(sid) || json_string_length(sid) > RPC_ID_MAX) {
+        conn_send_error(c, m->id, "invalid_params", NULL,
+                        "params.session must be a string of at most %d bytes", RPC_ID_MAX);
         return NULL;
     }
     if (!(e = exec_session_find(c, sid))) {
@@ -757,10 +760,27 @@ static json_t *metrics_new(const struct sup *s)
     return r;
 }
 
+/* A request id the daemon may repeat (jsonrpc.h, RPC_ID_MAX). */
+static int id_bounded(const json_t *id)
+{
+#if defined(MUTATE_ID_BOUND)
+    (void)id;
+    return 1;                           /* mutant: ids of any length */
+#endif
+    return !json_is_string(id) || json_string_length(id) <= RPC_ID_MAX;
+}
+
 void methods_request(struct conn *c, const struct rpc_msg *m)
 {
     const char *name = m->method;
     json_t *result = NULL, *reply;
+
+    if (!id_bounded(m->id)) {
+        conn_send_error(c, m->id, "invalid_params", json_pack("{s:i}", "max_id_bytes", RPC_ID_MAX),
+                        "the request id is %zu bytes long; a string id may have at most %d",
+                        json_string_length(m->id), RPC_ID_MAX);
+        return;
+    }
 
     if (strcmp(name, "execute") == 0) {
         m_run(c, m, OP_EXECUTE);

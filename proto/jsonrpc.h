@@ -50,6 +50,15 @@ struct rpc_msg {
     struct jp_span raw_result;
 };
 
+/* The longest string id (in bytes) a request may carry, and the longest
+ * client-chosen string the daemon echoes in general (a tool's module, a
+ * session id named in params): every tool/call and execution/output of an
+ * execution repeats its id, so an unbounded one would make a client's few
+ * bytes cost the daemon many times over (an 8 MiB id and 40 tool calls:
+ * 3.5 s of supervisor CPU).  Integer ids are always short.  A longer one is
+ * refused with invalid_params (methods.c), that answer echoing it once. */
+#define RPC_ID_MAX 1024
+
 /* Parse one line.  Always fills *msg; release with rpc_msg_clear().
  * Rules, in order: not JSON (jansson, JSON_DECODE_ANY | JSON_ALLOW_NUL:
  * invalid UTF-8, nesting deeper than 2048, integers beyond json_int_t) is

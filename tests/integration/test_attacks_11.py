@@ -739,26 +739,63 @@ def test_old_coroutine_budget_none_then_budget(daemon_factory):
         assert r.kind == "reductions_limit", r
 
 
-def test_stream_with_a_huge_request_id(client):
-    # every notification repeats the request id: with an id of 900 KB and a
-    # print every 20 ms, one notification per 20 ms would make the daemon
-    # write 45 MB a second for a few bytes of output.  The notifications wait
-    # for as many bytes as the id has, or about a second per MiB of id.
-    big = "i" * 900000
-    code = ("for k = 1, 100 do print('x') local t = os.clock() "
-            "while os.clock() - t < 0.02 do end end return 1")
-    i = client.send_execute(code, id=big, stream_output=True,
-                            timeout_ms=int(60000 * sbx.SCALE), limits={"cpu_ms": 20000})
-    r = client.wait(big, timeout=60 * sbx.SCALE)
-    assert r.ok, r.kind
-    notes = client.output_notes(i)
-    assert "".join(notes) == r.result["output"] == "x\n" * 100
-    assert len(notes) <= 10, len(notes)
-    # an ordinary id still streams every 20 ms
-    r = client.execute(code, stream_output=True, limits={"cpu_ms": 20000},
-                       timeout_ms=int(60000 * sbx.SCALE))
-    assert r.ok, r
-    assert len(client.output_notes(r.id)) >= 20, len(client.output_notes(r.id))
+def supervisor_cpu(d):
+    """The daemon's own CPU time so far, in seconds (not its workers')."""
+    return sbx_stat(d.pid) / os.sysconf("SC_CLK_TCK")
+
+
+def sbx_stat(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    return int(rest[11]) + int(rest[12])
+
+
+def test_strings_the_daemon_repeats_are_bounded(daemon_factory):
+    """Every tool/call (and execution/output) repeats its execution's id and
+    its tool's module: an 8 MiB id with 40 tool calls cost the supervisor
+    3.5 s of CPU while other clients waited.  A string id over 1024 bytes
+    (RPC_ID_MAX), a module over 1024 bytes and a params.session over 1024
+    bytes are refused with invalid_params (the refusal carries the id once),
+    before anything runs; at exactly 1024 bytes each works, 40 tool calls
+    and streamed output each carrying them."""
+    d = daemon_factory(daemon={"max_message_bytes": 16 << 20})
+    c = d.client(timeout=60 * sbx.SCALE)
+    code = "for i = 1, 40 do T.f(i) end print('x') return 1"
+    calls = []
+
+    def tool(t, module):
+        return [{"name": "T", "module": module, "functions": ["f"]}]
+    # the legitimate neighbour: 1024-byte id and module
+    id_ok, mod_ok = "i" * 1024, "M" * 1024
+    i = c.send_execute(code, tools=tool("T", mod_ok), id=id_ok, stream_output=True,
+                       handlers={"T.f": lambda a: calls.append(a) or 0})
+    r = c.wait(i)
+    assert r.ok and r.id == id_ok, r
+    assert len(calls) == 40
+    assert all(tc.execution_id == id_ok and tc.module == mod_ok for tc in c.tool_calls)
+    assert "".join(c.output_notes(id_ok)) == "x\n"
+    # one byte more, and the 8 MiB id: refused before any tool call
+    n = len(c.tool_calls)
+    for big in ("i" * 1025, "j" * (8 << 20)):
+        cpu0 = supervisor_cpu(d)
+        r = c.wait(c.send_execute(code, tools=tool("T", mod_ok), id=big,
+                                  handlers={"T.f": lambda a: 0}))
+        print("id of %d bytes refused: %.3f s of supervisor CPU" % (len(big), supervisor_cpu(d) - cpu0))
+        assert r.kind == "invalid_params" and r.id == big, r.kind
+        assert r.data["max_id_bytes"] == 1024 and "1024" in r.message, r.message
+    r = c.execute(code, tools=tool("T", "M" * 1025), handlers={"T.f": lambda a: 0})
+    assert r.kind == "invalid_params" and "module must be a string of at most 1024" in r.message, r
+    r = c.execute(code, tools=tool("T", "M" * (8 << 20)), handlers={"T.f": lambda a: 0})
+    assert r.kind == "invalid_params", r.kind
+    assert len(c.tool_calls) == n
+    for method in ("session/snapshot", "session/close"):
+        r = c.call(method, {"session": "s" * 1025})
+        assert r.kind == "invalid_params" and "at most 1024 bytes" in r.message, r
+        r = c.call(method, {"session": "s" * 1024})
+        assert r.kind == "session_not_found", r
+    r = c.execute("return 1", session="s" * 1025)
+    assert r.kind == "invalid_params", r
+    c.ping()
 
 
 def test_reload_below_the_open_sessions(daemon_factory):
