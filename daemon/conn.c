@@ -30,6 +30,7 @@
 static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents);
 static void conn_write_cb(struct ev_loop *loop, ev_io *io, int revents);
 static void stall_cb(struct ev_loop *loop, ev_timer *t, int revents);
+static void widle_cb(struct ev_loop *loop, ev_timer *t, int revents);
 
 struct conn *conn_new(struct sup *s, int fd)
 {
@@ -56,6 +57,8 @@ struct conn *conn_new(struct sup *s, int fd)
     ev_timer_init(&c->hup, NULL, 0., 0.);
     ev_timer_init(&c->stall, stall_cb, 0., 0.);
     c->stall.data = c;
+    ev_timer_init(&c->widle, widle_cb, 0., 0.);
+    c->widle.data = c;
     ev_io_start(s->loop, &c->rio);
     return c;
 }
@@ -107,6 +110,50 @@ static void stall_cb(struct ev_loop *loop, ev_timer *t, int revents)
     }
     ev_timer_set(t, CONN_WRITE_STALL - idle + 0.01, 0.);
     ev_timer_start(loop, t);
+}
+
+/*
+ * A peer that takes no byte for write_idle_timeout_ms while answers wait
+ * for it is gone or stuck, however little waits: without this, a client
+ * that stops reading holds its backlog (up to the largest answer the limits
+ * allow, times what it asked for) until it closes.  The clock runs from the
+ * peer's last progress (or from when the queue filled); the timer runs
+ * while bytes wait (widle_arm) and re-arms for what is left.
+ */
+static double write_idle(const struct conn *c)
+{
+    return (double)c->sup->cfg.write_idle_timeout_ms / 1e3;
+}
+
+static void widle_arm(struct conn *c)
+{
+    double left = write_idle(c) - (ev_now(c->sup->loop) - c->out_progress);
+
+#if defined(MUTATE_WRITE_IDLE)
+    return;                             /* mutant: a peer may stop reading forever */
+#endif
+    if (ev_is_active(&c->widle))
+        return;
+    ev_timer_set(&c->widle, left > 0 ? left + 0.01 : 0., 0.);
+    ev_timer_start(c->sup->loop, &c->widle);
+}
+
+static void widle_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    struct conn *c = t->data;
+    ev_tstamp idle = ev_now(loop) - c->out_progress;
+    (void)revents;
+
+    if (c->fd < 0 || list_linked(&c->doomed_node) || outq_empty(&c->out))
+        return;
+    if (idle >= write_idle(c)) {
+        log_warn("conn=%llu: peer took no byte for %.1f s while %zu bytes of answers wait "
+                 "(write_idle_timeout_ms %u); disconnecting", (unsigned long long)c->id, idle,
+                 outq_pending(&c->out), c->sup->cfg.write_idle_timeout_ms);
+        conn_fail(c);
+        return;
+    }
+    widle_arm(c);
 }
 
 /*
@@ -220,6 +267,7 @@ void conn_close(struct conn *c)
     ev_io_stop(c->sup->loop, &c->wio);
     ev_timer_stop(c->sup->loop, &c->hup);
     ev_timer_stop(c->sup->loop, &c->stall);
+    ev_timer_stop(c->sup->loop, &c->widle);
     close(c->fd);
     c->fd = -1;
     list_del(&c->node);
@@ -251,6 +299,7 @@ void conn_fail(struct conn *c)
     ev_io_stop(s->loop, &c->wio);
     ev_timer_stop(s->loop, &c->hup);
     ev_timer_stop(s->loop, &c->stall);
+    ev_timer_stop(s->loop, &c->widle);
     c->closing = 1;
     list_add_tail(&s->doomed, &c->doomed_node);
     if (!ev_is_active(&s->doomed_prep)) {
@@ -274,6 +323,7 @@ static void conn_flush(struct conn *c)
     switch (st) {
     case OUTQ_AGAIN:
         ev_io_start(c->sup->loop, &c->wio);
+        widle_arm(c);
         return;
     case OUTQ_ERROR:
         conn_fail(c);
@@ -282,6 +332,7 @@ static void conn_flush(struct conn *c)
         break;
     }
     ev_io_stop(c->sup->loop, &c->wio);
+    ev_timer_stop(c->sup->loop, &c->widle);
     conn_maybe_finish(c);
 }
 

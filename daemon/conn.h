@@ -8,7 +8,9 @@
  *  - conn_send() queues one message; it never blocks.  Every answer the
  *    limits allow is queued whole.  A peer is disconnected as one that does
  *    not read only when more than conn_backlog_bound() bytes wait for it AND
- *    it has taken no byte for CONN_WRITE_STALL seconds.  All connections'
+ *    it has taken no byte for CONN_WRITE_STALL seconds, or, whatever waits,
+ *    when it has taken no byte for write_idle_timeout_ms while answers wait
+ *    (one log line each).  All connections'
  *    queues together stay within max_backlog_bytes: past it, the connection
  *    with the largest queue is closed (its queue freed at once).
  *  - conn_fail() stops all I/O at once and closes the connection at the
@@ -50,6 +52,7 @@ struct conn {
     size_t out_acct;            /* out's pending bytes, as counted in sup->output_bytes */
     ev_tstamp out_progress;     /* when the peer last took bytes (or the queue filled) */
     ev_timer stall;             /* runs while the queue is over its bound */
+    ev_timer widle;             /* runs while answers wait: write_idle_timeout_ms */
     struct list_head execs;     /* every live struct exec it started */
     struct list_head queue;     /* its QUEUED executions, FIFO */
     uint64_t tool_seq;          /* for daemon-chosen tool/call ids */

@@ -92,6 +92,7 @@ static const struct key_spec daemon_keys[] = {
     {"max_sessions", K_UINT, CFG(max_sessions), 0},
     {"session_idle_timeout_ms", K_UINT, CFG(session_idle_timeout_ms), 1},
     {"tool_spin_us", K_UINT, CFG(tool_spin_us), 0},
+    {"write_idle_timeout_ms", K_UINT, CFG(write_idle_timeout_ms), 1000},
 };
 
 static const struct key_spec worker_keys[] = {
@@ -158,6 +159,7 @@ static int defaults_into(struct config *c)
     c->max_sessions = 8;
     c->session_idle_timeout_ms = 300000;
     c->tool_spin_us = 200;
+    c->write_idle_timeout_ms = 60000;
     c->defaults = (struct limits){
         .timeout_ms = 60000,
         .max_heap = 256000000,

@@ -67,6 +67,9 @@ struct config {
     unsigned max_sessions;      /* open sessions at once; default 8 */
     unsigned session_idle_timeout_ms; /* default of session/open's
                                   * idle_timeout_ms; default 300000, >= 1 */
+    unsigned write_idle_timeout_ms; /* a peer that takes no byte for this long
+                                 * while answers wait is disconnected;
+                                 * default 60000 */
     unsigned tool_spin_us;      /* a worker waiting for a tool answer looks at
                                  * its channel this long at most before it
                                  * sleeps (its own CPU); default 200,

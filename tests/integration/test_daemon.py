@@ -507,6 +507,45 @@ def test_client_that_stops_reading_is_disconnected(daemon_factory):
     s.close()
 
 
+def test_write_idle_timeout(daemon_factory):
+    """A peer that takes no byte for write_idle_timeout_ms while answers
+    wait is disconnected with one log line, however little waits (here
+    three answers of 3 MiB, far below the 64 MiB bound of a stalled peer).
+    Its neighbours: a peer that reads slowly (512 KiB every 0.5 s, 3 s for
+    its answer) keeps its connection, and so does a peer with nothing
+    waiting that sends nothing for 2 s."""
+    d = daemon_factory(daemon={"write_idle_timeout_ms": 1000}, **{
+        k: v for k, v in SMALL_ANSWERS.items() if k != "daemon"})
+    idle = d.client()
+    idle.ping()
+    code = PRINT_CONTROL % 8                # 8 x 64 KiB of \u0001: 3 MiB
+    s = _raw_execute(d.socket_path, code, {"max_output_bytes": 1 << 20})
+    for i in (2, 3):
+        s.sendall(json.dumps({"jsonrpc": "2.0", "id": i, "method": "execute", "params": {
+            "code": code, "limits": {"max_output_bytes": 1 << 20}}}).encode() + b"\n")
+    slow = _raw_execute(d.socket_path, code, {"max_output_bytes": 1 << 20}, id="slow")
+    got, t0 = b"", time.monotonic()
+    slow.settimeout(10 * SCALE)
+    while not got.endswith(b"\n"):
+        time.sleep(0.5)
+        chunk = slow.recv(512 << 10)
+        assert chunk, "the slow reader was disconnected after %d bytes" % len(got)
+        got += chunk
+    assert time.monotonic() - t0 > 2.0
+    assert json.loads(got)["id"] == "slow"
+    d.wait_log(r"conn=\d+: peer took no byte for 1\.\d s while \d+ bytes of answers wait "
+               r"\(write_idle_timeout_ms 1000\); disconnecting")
+    s.settimeout(10 * SCALE)
+    with pytest.raises((sbx.ConnectionClosed, ConnectionResetError)):
+        while True:
+            if not s.recv(1 << 20):
+                raise sbx.ConnectionClosed("EOF")
+    s.close()
+    assert d.stderr.count("peer took no byte") == 1, d.stderr[-2000:]
+    idle.ping()                         # nothing waited for it: still connected
+    slow.close()
+
+
 def test_max_backlog_bytes_bounds_all_connections(daemon_factory):
     """Three peers that do not read, 18, 24 and 18 MiB of answers, against a
     total of 56 MiB (the least these ceilings allow: one answer's output

@@ -142,6 +142,7 @@ static void assert_config_equal(const struct config *a, const struct config *b)
     assert_int_equal(a->max_sessions, b->max_sessions);
     assert_int_equal(a->session_idle_timeout_ms, b->session_idle_timeout_ms);
     assert_int_equal(a->tool_spin_us, b->tool_spin_us);
+    assert_int_equal(a->write_idle_timeout_ms, b->write_idle_timeout_ms);
     assert_opt_string_equal(a->worker_user, b->worker_user);
     assert_opt_string_equal(a->worker_group, b->worker_group);
     assert_opt_string_equal(a->worker_chroot, b->worker_chroot);
@@ -177,6 +178,7 @@ static void test_builtin_defaults(void **state)
     assert_int_equal(c.max_sessions, 8);
     assert_int_equal(c.session_idle_timeout_ms, 300000);
     assert_int_equal(c.tool_spin_us, 200);
+    assert_int_equal(c.write_idle_timeout_ms, 60000);
     assert_string_equal(c.worker_user, "nobody");
     assert_string_equal(c.worker_group, "nogroup");
     assert_string_equal(c.worker_chroot, "/var/empty");
@@ -240,6 +242,7 @@ static const char all_keys[] =
     "max_sessions = 0\n"
     "session_idle_timeout_ms = 1500\n"
     "tool_spin_us = 10000\n"
+    "write_idle_timeout_ms = 2500\n"
     "[worker]\n"
     "user = root\n"
     "group = root\n"
@@ -294,6 +297,7 @@ static void test_every_key(void **state)
     assert_int_equal(c.max_sessions, 0);
     assert_int_equal(c.session_idle_timeout_ms, 1500);
     assert_int_equal(c.tool_spin_us, 10000);
+    assert_int_equal(c.write_idle_timeout_ms, 2500);
     assert_string_equal(c.worker_user, "root");
     assert_string_equal(c.worker_group, "root");
     assert_null(c.worker_chroot);
