@@ -792,9 +792,14 @@ static void on_error(struct exec *e, const struct exec_evdata *d)
         json_object_set(data, "line", line);
     if (json_is_string(tb))
         json_object_set(data, "traceback", tb);
-    /* A session survives its chunk's syntax or runtime error (docs/protocol.md §3.8). */
-    e->keep_open = e->op == OP_SESSION && e->sjob == SJ_CHUNK &&
-                   (strcmp(kind, "syntax_error") == 0 || strcmp(kind, "runtime_error") == 0);
+    /* A session survives its chunk's syntax or runtime error, and a snapshot
+     * over max_bindings_bytes: a read-only checkpoint never ends the state
+     * it reads (docs/protocol.md §3.8).  The worker goes on in both cases;
+     * if it does not, its exit between chunks ends the session. */
+    e->keep_open = e->op == OP_SESSION &&
+                   ((e->sjob == SJ_CHUNK && (strcmp(kind, "syntax_error") == 0 ||
+                                             strcmp(kind, "runtime_error") == 0)) ||
+                    (e->sjob == SJ_SNAPSHOT && strcmp(kind, "bindings_too_large") == 0));
     exec_fail(e, kind, data, json_object_get(d->json, "stats"), "%s", msg);
     if (e->keep_open)
         session_idle(e);

@@ -788,7 +788,8 @@ struct luaenv *worker_env_new(void)
 }
 
 /* Run f(job) under lua_pcall and send its end frame.  Returns 1 when the
- * state may run another chunk: a result, or a syntax or runtime error. */
+ * state may run another chunk: a result, a syntax or runtime error, or a
+ * snapshot over max_bindings_bytes. */
 static int run_job(struct job *job, lua_CFunction f)
 {
     lua_State *L = luaenv_state(job->env);
@@ -824,8 +825,11 @@ static int run_job(struct job *job, lua_CFunction f)
     if (job->end_type == CHAN_RESULT)
         return 1;
     kind = json_string_value(json_object_get(job->end, "kind"));
+    /* a session goes on after a syntax or runtime error, and after a
+     * snapshot over max_bindings_bytes (nothing ran: the state is whole) */
     return luaenv_fatal(job->env) == LUAENV_FATAL_NONE && kind != NULL &&
-           (strcmp(kind, "syntax_error") == 0 || strcmp(kind, "runtime_error") == 0);
+           (strcmp(kind, "syntax_error") == 0 || strcmp(kind, "runtime_error") == 0 ||
+            (job->snapshot && strcmp(kind, "bindings_too_large") == 0));
 }
 
 void worker_run(struct luaenv *env, int fd)

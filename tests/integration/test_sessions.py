@@ -386,3 +386,26 @@ def test_stop_does_not_wait_for_idle_sessions(daemon_factory):
         raise AssertionError("the daemon waited for an idle session")
     assert d.proc.returncode == 0
     assert time.monotonic() - t0 < 10 * sbx.SCALE
+
+
+def test_snapshot_over_max_bindings_bytes_keeps_the_session(client):
+    """session/snapshot is a read-only checkpoint: globals over the
+    session's max_bindings_bytes give bindings_too_large with
+    session_closed false, and the session goes on with its state whole
+    (closures included); once they fit, the same snapshot works."""
+    sid = open_session(client, limits={"max_bindings_bytes": 1000})
+    chunk_ok(client, sid, "big = string.rep('x', 5000) n = 0 function inc() n = n + 1 return n end")
+    for _ in range(2):
+        r = client.call("session/snapshot", {"session": sid})
+        assert r.kind == "bindings_too_large", r
+        assert r.data["session_closed"] is False, r
+        assert "(1000 bytes)" in r.message, r
+    assert chunk_ok(client, sid, "return #big, inc(), inc()")["value"] == [5000, 1, 2]
+    chunk_ok(client, sid, "big = string.rep('y', 900)")
+    r = client.call("session/snapshot", {"session": sid})
+    assert r.ok and r.result["binding_names"] == ["big", "n"], r
+    # a chunk over the limit with return_bindings still ends the session
+    chunk_ok(client, sid, "big = string.rep('z', 5000)")
+    r = chunk(client, sid, "return 1", return_bindings=True)
+    assert r.kind == "bindings_too_large" and r.data["session_closed"] is True, r
+    assert_closed(client, sid)
