@@ -7,6 +7,7 @@
 #include "daemon/methods.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +374,31 @@ static unsigned session_cap(const struct sup *s)
     return s->cfg.max_sessions < keep ? s->cfg.max_sessions : keep;
 }
 
+/* Sessions this connection holds (open, opening or closing: as counted in
+ * n_sessions until their worker is gone). */
+static unsigned conn_sessions(const struct conn *c)
+{
+    const struct list_head *pos;
+    unsigned n = 0;
+
+    for (pos = c->execs.next; pos != &c->execs; pos = pos->next)
+        if (list_entry(pos, struct exec, conn_node)->op == OP_SESSION)
+            n++;
+    return n;
+}
+
+/* One connection's share of max_sessions: without it, one client could
+ * open every session with a day's idle timeout, and every other client's
+ * session/open would be busy for that day. */
+static unsigned session_share(const struct sup *s)
+{
+#if defined(MUTATE_SESSION_SHARE)
+    (void)s;
+    return UINT_MAX;                    /* mutant: one connection may take them all */
+#endif
+    return s->cfg.max_sessions_per_connection;
+}
+
 static void m_session_open(struct conn *c, const struct rpc_msg *m)
 {
     struct sup *s = c->sup;
@@ -427,6 +453,13 @@ static void m_session_open(struct conn *c, const struct rpc_msg *m)
                         "%u sessions are open (max_sessions %u, and one of max_workers %u is "
                         "kept for executions)", s->n_sessions, s->cfg.max_sessions,
                         s->cfg.max_workers);
+        return;
+    }
+    if (conn_sessions(c) >= session_share(s)) {
+        conn_send_error(c, m->id, "busy", json_pack("{s:I}", "max_sessions_per_connection",
+                        (json_int_t)s->cfg.max_sessions_per_connection),
+                        "this connection has %u sessions open (max_sessions_per_connection %u)",
+                        conn_sessions(c), s->cfg.max_sessions_per_connection);
         return;
     }
     if (!(tools = norm_tools(json_object_get(p, "tools"), &index, err, sizeof err))) {

@@ -90,6 +90,7 @@ static const struct key_spec daemon_keys[] = {
     {"shutdown_grace_ms", K_UINT, CFG(shutdown_grace_ms), 0},
     {"max_parallel_calls", K_UINT, CFG(max_parallel_calls), 1},
     {"max_sessions", K_UINT, CFG(max_sessions), 0},
+    {"max_sessions_per_connection", K_UINT, CFG(max_sessions_per_connection), 1},
     {"session_idle_timeout_ms", K_UINT, CFG(session_idle_timeout_ms), 1},
     {"tool_spin_us", K_UINT, CFG(tool_spin_us), 0},
     {"write_idle_timeout_ms", K_UINT, CFG(write_idle_timeout_ms), 1000},
@@ -157,6 +158,7 @@ static int defaults_into(struct config *c)
     c->shutdown_grace_ms = 5000;
     c->max_parallel_calls = 16;
     c->max_sessions = 8;
+    c->max_sessions_per_connection = 4;
     c->session_idle_timeout_ms = 300000;
     c->tool_spin_us = 200;
     c->write_idle_timeout_ms = 60000;

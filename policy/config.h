@@ -65,6 +65,8 @@ struct config {
     unsigned max_parallel_calls; /* tool calls of one execution outstanding at
                                   * once under parallel(); default 16, >= 1 */
     unsigned max_sessions;      /* open sessions at once; default 8 */
+    unsigned max_sessions_per_connection; /* of them, opened by one connection;
+                                 * default 4 */
     unsigned session_idle_timeout_ms; /* default of session/open's
                                   * idle_timeout_ms; default 300000, >= 1 */
     unsigned write_idle_timeout_ms; /* a peer that takes no byte for this long

@@ -239,6 +239,30 @@ def test_max_sessions(daemon_factory):
         assert c.call("describe").result["state"]["sessions"] == 2
 
 
+def test_max_sessions_per_connection(daemon_factory):
+    """One connection's share of max_sessions: it may hold exactly
+    max_sessions_per_connection sessions (each with a day's idle timeout),
+    the next is busy, and other connections still open theirs; a close
+    gives the share back."""
+    d = daemon_factory(daemon={"max_sessions": 5, "max_sessions_per_connection": 2})
+    day = 86400000
+    with d.client() as a, d.client() as b, d.client() as c:
+        a1 = open_session(a, idle_timeout_ms=day)
+        open_session(a, idle_timeout_ms=day)
+        r = a.call("session/open", {"idle_timeout_ms": day})
+        assert r.kind == "busy" and r.data["max_sessions_per_connection"] == 2, r
+        assert "max_sessions_per_connection 2" in r.message, r
+        open_session(b, idle_timeout_ms=day)
+        open_session(b, idle_timeout_ms=day)
+        c1 = open_session(c)
+        assert chunk_ok(c, c1, "return 5")["value"] == 5
+        r = c.call("session/open", {})          # the global cap: 5 open
+        assert r.kind == "busy" and r.data["max_sessions"] == 5, r
+        a.call("session/close", {"session": a1})
+        open_session(a)
+        assert c.call("describe").result["state"]["sessions"] == 5
+
+
 def test_sessions_off(daemon_factory):
     d = daemon_factory(daemon={"max_sessions": 0})
     with d.client() as c:

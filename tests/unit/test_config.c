@@ -140,6 +140,7 @@ static void assert_config_equal(const struct config *a, const struct config *b)
     assert_int_equal(a->max_input_bytes, b->max_input_bytes);
     assert_int_equal(a->max_parallel_calls, b->max_parallel_calls);
     assert_int_equal(a->max_sessions, b->max_sessions);
+    assert_int_equal(a->max_sessions_per_connection, b->max_sessions_per_connection);
     assert_int_equal(a->session_idle_timeout_ms, b->session_idle_timeout_ms);
     assert_int_equal(a->tool_spin_us, b->tool_spin_us);
     assert_int_equal(a->write_idle_timeout_ms, b->write_idle_timeout_ms);
@@ -176,6 +177,7 @@ static void test_builtin_defaults(void **state)
     assert_int_equal(c.shutdown_grace_ms, 5000);
     assert_int_equal(c.max_parallel_calls, 16);
     assert_int_equal(c.max_sessions, 8);
+    assert_int_equal(c.max_sessions_per_connection, 4);
     assert_int_equal(c.session_idle_timeout_ms, 300000);
     assert_int_equal(c.tool_spin_us, 200);
     assert_int_equal(c.write_idle_timeout_ms, 60000);
@@ -240,6 +242,7 @@ static const char all_keys[] =
     "shutdown_grace_ms = 0\n"
     "max_parallel_calls = 3\n"
     "max_sessions = 0\n"
+    "max_sessions_per_connection = 3\n"
     "session_idle_timeout_ms = 1500\n"
     "tool_spin_us = 10000\n"
     "write_idle_timeout_ms = 2500\n"
@@ -295,6 +298,7 @@ static void test_every_key(void **state)
     assert_int_equal(c.shutdown_grace_ms, 0);
     assert_int_equal(c.max_parallel_calls, 3);
     assert_int_equal(c.max_sessions, 0);
+    assert_int_equal(c.max_sessions_per_connection, 3);
     assert_int_equal(c.session_idle_timeout_ms, 1500);
     assert_int_equal(c.tool_spin_us, 10000);
     assert_int_equal(c.write_idle_timeout_ms, 2500);
