@@ -5,6 +5,7 @@
 #include "daemon/server.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -78,6 +79,42 @@ static void accept_pause_cb(struct ev_loop *loop, ev_timer *t, int revents)
         ev_io_start(loop, &s->accept_io);
 }
 
+/* Out of descriptors, the listener stays readable and accept pauses every
+ * 100 ms for as long as it lasts: logged at once, then at most every
+ * ACCEPT_WARN_INTERVAL seconds with the count of pauses not logged (one a
+ * second would still be 86,400 lines a day), and once when accepting works
+ * again. */
+#define ACCEPT_WARN_INTERVAL 10.0
+
+static void accept_paused(struct sup *s, int err)
+{
+    ev_tstamp now = ev_now(s->loop);
+
+#if defined(MUTATE_ACCEPT_WARN)
+    s->accept_pauses = 0;               /* mutant: every pause logged */
+#endif
+    if (s->accept_pauses == 0 || now - s->accept_logged >= ACCEPT_WARN_INTERVAL) {
+        log_warn("accept: %s; pausing for 100 ms (%u pauses in a row, %u not logged since the "
+                 "last report)", strerror(err), s->accept_pauses + 1, s->accept_quiet);
+        s->accept_logged = now;
+        s->accept_quiet = 0;
+    } else {
+        s->accept_quiet++;
+    }
+    if (s->accept_pauses < UINT_MAX)
+        s->accept_pauses++;
+}
+
+static void accept_resumed(struct sup *s)
+{
+    if (s->accept_pauses == 0)
+        return;
+    log_notice("accept: connections are taken again (after %u pauses for want of descriptors)",
+               s->accept_pauses);
+    s->accept_pauses = 0;
+    s->accept_quiet = 0;
+}
+
 static void accept_cb(struct ev_loop *loop, ev_io *io, int revents)
 {
     struct sup *s = io->data;
@@ -95,13 +132,14 @@ static void accept_cb(struct ev_loop *loop, ev_io *io, int revents)
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
                 /* Out of descriptors: stop accepting for a moment rather
                  * than spin on a listener that stays readable. */
-                log_warn("accept: %s; pausing for 100 ms", strerror(errno));
+                accept_paused(s, errno);
                 ev_io_stop(loop, io);
                 ev_timer_set(&s->accept_pause, 0.1, 0.);
                 ev_timer_start(loop, &s->accept_pause);
             }
             return;
         }
+        accept_resumed(s);
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
             log_warn("SO_PEERCRED: %s", strerror(errno));
             close(fd);

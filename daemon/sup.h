@@ -47,6 +47,9 @@ struct sup {
     char    *socket_path;         /* owned */
     ev_io    accept_io;
     ev_timer accept_pause;
+    unsigned accept_pauses;       /* pauses for want of descriptors, in a row */
+    unsigned accept_quiet;        /* of them, not logged since the last report */
+    ev_tstamp accept_logged;      /* when one was last logged */
 
     /* zygote */
     struct worker_layers layers;

@@ -321,6 +321,37 @@ def test_out_of_descriptors_no_spawn_storm(daemon_factory):
         time.sleep(0.2)
 
 
+def test_out_of_descriptors_accept_warning_is_rate_limited(daemon_factory):
+    """While the daemon is out of descriptors, accept pauses every 100 ms;
+    its warning is logged once, then at most every 10 s with the count of
+    pauses not logged (it was one line per pause: 864,000 a day), and one
+    notice says when connections are taken again.  The waiting clients are
+    served then."""
+    import resource
+    d = daemon_factory(daemon={"pool_size": 0, "max_connections": 1000},
+                       rlimits={resource.RLIMIT_NOFILE: (48, 48)})
+    c = d.client()
+    c.ping()
+    used = len(os.listdir("/proc/%d/fd" % d.pid))
+    held = [d.client(timeout=2) for _ in range(48 - used)]
+    for x in held:
+        x.ping()
+    waiting = [d.client(timeout=30 * SCALE) for _ in range(3)]    # in the listen backlog
+    d.wait_log(r"accept: Too many open files; pausing for 100 ms")
+    time.sleep(3)
+    lines = [l for l in d.stderr.splitlines() if "accept: Too many open files" in l]
+    assert len(lines) == 1, "%d accept warnings in 3 s:\n%s" % (len(lines), "\n".join(lines[:5]))
+    assert "(1 pauses in a row, 0 not logged since the last report)" in lines[0], lines[0]
+    for x in held[:8]:
+        x.close()
+    for x in waiting:
+        x.ping()
+    m = d.wait_log(r"accept: connections are taken again \(after (\d+) pauses for want of "
+                   r"descriptors\)")
+    assert int(m.group(1)) >= 20, m.group(0)
+    c.ping()
+
+
 # ------------------------------------------------------------------ the warm pool's liveness
 
 def stop_and_wait(pids, timeout=3.0 * SCALE):
