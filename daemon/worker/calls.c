@@ -242,13 +242,16 @@ static int push_answer(lua_State *L, const char *tool, const char *fn, json_t **
     size_t len;
 
     if (json_is_true(json_object_get(*box, "ok"))) {
+        int host = luaenv_host_begin(L);    /* the client's value: not the chunk's work */
         v = json_object_get(*box, "value");
         if (v == NULL)
             lua_pushnil(L);
         else if (codec_push_json(L, v, &err) != 0) {
+            luaenv_host_end(L, host);
             lua_pushfstring(L, "%s.%s: cannot use the result: %s", tool, fn, err);
             return lua_error(L);
         }
+        luaenv_host_end(L, host);
         json_decref(*box);
         *box = NULL;
         return 1;

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/worker/charge.h"
 #include "proto/chan.h"
 
 /* Messages pushed while the heap may be full.  They are short strings
@@ -37,32 +38,97 @@
 /* A full collection costs about as much CPU as one VM instruction per 6 to
  * 13 bytes of a heap of small objects (tables, closures, short strings,
  * coroutines), per hundreds of bytes of long strings (bench/gc_bill.lua).
- * It is billed below the dearest rate measured, so that no kind of heap
- * makes collections cheaper than the instructions that force them. */
+ * Where a collection is billed, it is billed below the dearest rate
+ * measured, so that no kind of heap makes collections cheaper than the
+ * instructions that force them. */
 #define GC_BYTES_PER_REDUCTION 4
+
+/* Collection credit.  Lua's own pace collects about the heap once per
+ * heap's worth of allocation; every byte a chunk allocates pays for
+ * GC_CREDIT_PER_BYTE bytes of full collection, up to GC_CREDIT_HEAPS heap
+ * caps in store (and a chunk starts with that store, which also covers a
+ * session's heap inherited from earlier chunks).  A collection the credit
+ * pays for is free.  One it does not pay for is work the chunk buys again
+ * and again without making progress:
+ *   - a collection the heap needs to go on (the core's emergency collection
+ *     whose retry then fits, or string.rep / table.concat making room): the
+ *     live heap is so close to the cap that each full collection makes room
+ *     for less than a GC_CREDIT_PER_BYTE-th of itself.  The heap cap is what
+ *     is reached: memory_limit (a live heap up to 3/4 of the cap never gets
+ *     here: each collection then frees room for at least a quarter of it);
+ *   - a collection behind a refusal the chunk catches and goes on from (the
+ *     string cap): the unpaid part is billed to the budget, one reduction
+ *     per GC_BYTES_PER_REDUCTION bytes, so a loop of caught refusals ends
+ *     with reductions_limit.
+ * A collection that ends the chunk (a refusal that is final) is never
+ * billed. */
+#define GC_CREDIT_PER_BYTE 4
+#define GC_CREDIT_HEAPS    2
+
+enum { GC_NEEDED, GC_CAUGHT };
 
 static uint64_t cpu_now_us(void);
 
-/*
- * Bill a full collection of a heap of `heap` bytes to the instruction budget
- * and check the CPU budget (the hook checks it only every CPU_EVERY periods,
- * and one collection can take tens of milliseconds).  Sets the fatal flag
- * when a budget is spent; never raises.  No effect without a budget.
- */
-static void bill_collection(struct luaenv *e, size_t heap)
+static void set_fatal(struct luaenv *e, int kind)
 {
-#if defined(MUTATE_GC_BILLING)
-    (void)e;                            /* mutant: collections are free */
-    (void)heap;
-#else
+    if (e->fatal == LUAENV_FATAL_NONE)
+        e->fatal = kind;
+}
+
+/* Add units to the budget's count; the fatal flag when that spends it.
+ * No effect without a budget or once a limit is set. */
+static void bill(struct luaenv *e, uint64_t units)
+{
     if (e->hook_period == 0 || e->fatal != LUAENV_FATAL_NONE)
         return;
-    e->reductions += (uint64_t)(heap / GC_BYTES_PER_REDUCTION);
+    e->reductions += units;
     if (e->max_reductions != 0 && e->reductions > e->max_reductions)
         e->fatal = LUAENV_FATAL_REDUCTIONS;
-    else if (e->cpu_us != 0 && cpu_now_us() > e->cpu_us)
+}
+
+/*
+ * A full collection of a heap of `heap` bytes ran (or is about to): take it
+ * from the credit, and settle what the credit does not cover as `event`
+ * says (above).  Also checks the CPU budget (the hook checks it only every
+ * CPU_EVERY periods, and one collection can take tens of milliseconds).
+ * Sets the fatal flag when a limit is reached; never raises.
+ */
+static void gc_spend(struct luaenv *e, size_t heap, int event)
+{
+    size_t unpaid;
+
+    if (e->fatal != LUAENV_FATAL_NONE)
+        return;
+    if (e->cpu_us != 0 && cpu_now_us() > e->cpu_us) {
         e->fatal = LUAENV_FATAL_CPU;
+        return;
+    }
+    if (e->gc_credit >= heap) {
+        e->gc_credit -= heap;
+        return;
+    }
+    unpaid = heap - e->gc_credit;
+    e->gc_credit = 0;
+    if (event == GC_NEEDED) {
+#if !defined(MUTATE_GC_THRASH)
+        e->fatal = LUAENV_FATAL_MEMORY;
 #endif
+        return;
+    }
+#if !defined(MUTATE_GC_BILLING)
+    bill(e, unpaid / GC_BYTES_PER_REDUCTION);
+#endif
+    (void)unpaid;
+}
+
+static void gc_earn(struct luaenv *e, size_t grow)
+{
+    size_t max = e->gc_credit_max;
+
+    if (grow > max / GC_CREDIT_PER_BYTE || e->gc_credit > max - grow * GC_CREDIT_PER_BYTE)
+        e->gc_credit = max;
+    else
+        e->gc_credit += grow * GC_CREDIT_PER_BYTE;
 }
 
 /*
@@ -70,14 +136,17 @@ static void bill_collection(struct luaenv *e, size_t heap)
  * emergency full collection and one retry with the same arguments; the
  * collection only frees.  So a growth request equal to the last refused one,
  * with no growth in between, is that retry, and then:
- *   - the collection that just ran is billed (bill_collection): a loop that
- *     retries a refused `..` buys a full collection per refusal;
  *   - a heap refusal of the retry is final: LUA_ERRMEM follows, or
  *     lua_checkstack swallows it and its caller raises an ordinary error
  *     ("too many results to unpack", "stack overflow") or reports failure.
- *     The limit must hold either way, so the fatal flag is set here.
- * A string refusal stays catchable (the retry is refused the same way).  A
- * luaL_Buffer grows through the allocator directly, with no collection and
+ *     The limit must hold either way, so the fatal flag is set here, and the
+ *     collection is not billed;
+ *   - a string refusal of the retry stays catchable: the collection is kept
+ *     in gc_caught, settled by luaenv_catch() if the chunk catches the error
+ *     and goes on;
+ *   - a retry that fits spends the collection as one the heap needed
+ *     (gc_spend), which may end the chunk with memory_limit instead.
+ * A luaL_Buffer grows through the allocator directly, with no collection and
  * no retry; its refusal is recognised at the boundary (luaenv_catch).
  */
 static void *refuse(struct luaenv *e, int kind, const void *ptr, size_t osize, size_t nsize,
@@ -85,6 +154,8 @@ static void *refuse(struct luaenv *e, int kind, const void *ptr, size_t osize, s
 {
     e->last_refusal = kind;
     if (retry) {
+        if (kind == LUAENV_REFUSED_STRING)
+            e->gc_caught += e->retry_used;
 #if !defined(MUTATE_REFUSAL_FINAL)
         if (kind == LUAENV_REFUSED_HEAP && e->fatal == LUAENV_FATAL_NONE)
             e->fatal = LUAENV_FATAL_MEMORY;
@@ -123,11 +194,8 @@ static void *env_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
                     && nsize == e->retry_nsize;
 
         e->retry_armed = 0;
-        if (retry) {
-            bill_collection(e, e->retry_used);
-            if (e->fatal != LUAENV_FATAL_NONE)
-                return refuse(e, LUAENV_REFUSED_HEAP, ptr, osize, nsize, 1);
-        }
+        if (retry && e->fatal != LUAENV_FATAL_NONE)
+            return refuse(e, LUAENV_REFUSED_HEAP, ptr, osize, nsize, 1);
         if (e->probing && ptr == NULL && osize == LUA_TSTRING)
             e->string_header = nsize - PROBE_LEN - 1;
 #if defined(MUTATE_STRING_EXACT)
@@ -141,10 +209,23 @@ static void *env_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
         if (e->max_heap != 0 && (grow > e->max_heap || e->used > e->max_heap - grow))
             return refuse(e, LUAENV_REFUSED_HEAP, ptr, osize, nsize, retry);
 #endif
-        (void)grow;
+        if (retry) {                    /* the emergency collection made room */
+            gc_spend(e, e->retry_used, GC_NEEDED);
+            if (e->fatal != LUAENV_FATAL_NONE)
+                return refuse(e, LUAENV_REFUSED_HEAP, ptr, osize, nsize, 1);
+        }
+        if (ptr == NULL && osize == LUA_TSTRING && e->charging && !e->host) {
+            /* a new string: the chunk pays for its bytes (charge.h) */
+#if !defined(MUTATE_STRING_CHARGE)
+            bill(e, charge_string(nsize - e->string_header - 1));
+#endif
+            if (e->fatal != LUAENV_FATAL_NONE)
+                return refuse(e, LUAENV_REFUSED_BUDGET, ptr, osize, nsize, retry);
+        }
         p = realloc(ptr, nsize);
         if (p == NULL)      /* the system refused: the same verdict */
             return refuse(e, LUAENV_REFUSED_HEAP, ptr, osize, nsize, retry);
+        gc_earn(e, grow);
     } else {
         p = realloc(ptr, nsize);
         if (p == NULL)
@@ -255,7 +336,7 @@ void luaenv_collect(lua_State *L)
     size_t heap = e->used;
 
     lua_gc(L, LUA_GCCOLLECT, 0);
-    bill_collection(e, heap);
+    gc_spend(e, heap, GC_NEEDED);
     luaenv_check(L);
 }
 
@@ -317,15 +398,7 @@ void luaenv_charge_unwind(lua_State *L)
         return;
     while (level <= INT_MAX / 2 && lua_getstack(L, level * 2, &ar))
         level *= 2;
-    e->reductions += (uint64_t)level * UNWIND_BILL;
-    if (e->max_reductions != 0 && e->reductions > e->max_reductions)
-        e->fatal = LUAENV_FATAL_REDUCTIONS;
-}
-
-static void set_fatal(struct luaenv *e, int kind)
-{
-    if (e->fatal == LUAENV_FATAL_NONE)
-        e->fatal = kind;
+    bill(e, (uint64_t)level * UNWIND_BILL);
 }
 
 void luaenv_apply(struct luaenv *e, const struct luaenv_limits *lim)
@@ -339,6 +412,12 @@ void luaenv_apply(struct luaenv *e, const struct luaenv_limits *lim)
     e->peak = e->used;
     e->last_refusal = LUAENV_REFUSED_NONE;
     e->retry_armed = 0;
+    e->charging = 0;
+    e->host = 0;
+    e->gc_caught = 0;
+    e->gc_credit_max = lim->max_heap != 0 && lim->max_heap <= SIZE_MAX / 2 / GC_CREDIT_HEAPS
+                       ? lim->max_heap * GC_CREDIT_HEAPS : SIZE_MAX / 2;
+    e->gc_credit = e->gc_credit_max;
     e->fatal = LUAENV_FATAL_NONE;
     e->max_reductions = lim->max_reductions;
     e->cpu_us = lim->cpu_us;
@@ -365,8 +444,39 @@ void luaenv_apply(struct luaenv *e, const struct luaenv_limits *lim)
     }
 }
 
+void luaenv_start(struct luaenv *e)
+{
+    e->charging = 1;
+    e->host = 0;
+}
+
+int luaenv_host_begin(lua_State *L)
+{
+    struct luaenv *e = luaenv_from(L);
+    int was = e->host;
+
+    e->host = 1;
+    return was;
+}
+
+void luaenv_host_end(lua_State *L, int was)
+{
+    luaenv_from(L)->host = was;
+}
+
+void luaenv_charge(lua_State *L, uint64_t units)
+{
+    struct luaenv *e = luaenv_from(L);
+
+    if (!e->charging || e->host)
+        return;
+    bill(e, units);
+    luaenv_check(L);
+}
+
 void luaenv_finish(struct luaenv *e)
 {
+    e->charging = 0;
     e->max_heap = 0;
     e->string_cap = (size_t)-1 / 2;
     lua_sethook(e->L, NULL, 0, 0);
@@ -393,31 +503,43 @@ int luaenv_is_fatal_error(lua_State *L, int idx)
     return e->fatal != LUAENV_FATAL_NONE;
 }
 
-enum luaenv_caught luaenv_catch(lua_State *L, int status)
+/* luaenv_catch() and luaenv_catch_end(); goes_on: the chunk goes on after
+ * this error (a protected boundary inside it), so what it bought is
+ * settled here. */
+static enum luaenv_caught classify(lua_State *L, int status, int goes_on)
 {
     struct luaenv *e = luaenv_from(L);
     int refusal = e->last_refusal;
+    size_t caught = e->gc_caught;
 
     e->last_refusal = LUAENV_REFUSED_NONE;
+    e->gc_caught = 0;
+    e->host = 0;                /* an error that left host code: the chunk's again */
     if (e->fatal != LUAENV_FATAL_NONE)
         return LUAENV_CAUGHT_FATAL;
     if (status == LUA_ERRMEM) {
         if (refusal == LUAENV_REFUSED_STRING) {
-            size_t heap = e->used;
             lua_pushliteral(L, MSG_STRING);
             lua_replace(L, -2);
-            /* A string built in a luaL_Buffer leaves the buffer behind, and
-             * its memory goes only with its finalizer, which the emergency
-             * collection before the refusal does not run: without a full
-             * collection here the next such error would find the heap full
-             * of dead buffers.  Billed like any full collection. */
+            if (!goes_on)
+                return LUAENV_CAUGHT_STRING;
+            /* The chunk caught the refusal and goes on: the emergency
+             * collection behind it is one it can buy again and again.
+             * And a string built in a luaL_Buffer leaves the buffer behind,
+             * whose memory goes only with its finalizer, which the emergency
+             * collection does not run: without a full collection here the
+             * next such error would find the heap full of dead buffers.
+             * Both are settled like any collection a caught refusal bought. */
+            gc_spend(e, caught, GC_CAUGHT);
 #if !defined(MUTATE_STRING_COLLECT)
-            lua_gc(L, LUA_GCCOLLECT, 0);
-            bill_collection(e, heap);
+            if (e->fatal == LUAENV_FATAL_NONE) {
+                size_t heap = e->used;
+                lua_gc(L, LUA_GCCOLLECT, 0);
+                gc_spend(e, heap, GC_CAUGHT);
+            }
+#endif
             if (e->fatal != LUAENV_FATAL_NONE)
                 return LUAENV_CAUGHT_FATAL;
-#endif
-            (void)heap;
             return LUAENV_CAUGHT_STRING;
         }
         set_fatal(e, LUAENV_FATAL_MEMORY);
@@ -428,6 +550,16 @@ enum luaenv_caught luaenv_catch(lua_State *L, int status)
         return LUAENV_CAUGHT_FATAL;
     }
     return LUAENV_CAUGHT_PLAIN;
+}
+
+enum luaenv_caught luaenv_catch(lua_State *L, int status)
+{
+    return classify(L, status, 1);
+}
+
+enum luaenv_caught luaenv_catch_end(lua_State *L, int status)
+{
+    return classify(L, status, 0);
 }
 
 int luaenv_rethrow(lua_State *L)

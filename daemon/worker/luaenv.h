@@ -50,11 +50,16 @@
  *   GC        with a heap cap the collector never idles (pause 100), and
  *             string.rep / table.concat run a full collection first when
  *             their result would not fit: luaL_Buffer growth gets no
- *             emergency collection, and its refusal is fatal.  Every full
- *             collection (the core's emergency one after a refusal, those of
- *             string.rep / table.concat) is billed to the budget, one
- *             reduction per 4 bytes of heap, and checks the CPU budget; a
- *             caught error more than 1024 levels deep is billed by its depth.
+ *             emergency collection, and its refusal is fatal.  Full
+ *             collections are paid by allocation (a credit, luaenv.c): one
+ *             the heap needs that allocation has not paid for sets the
+ *             memory limit; one behind a caught string refusal is billed to
+ *             the budget for its unpaid part, one reduction per 4 bytes of
+ *             heap; one that ends the chunk is never billed.  Every such
+ *             collection checks the CPU budget; a caught error more than
+ *             1024 levels deep is billed by its depth.
+ *   charges   new strings cost their bytes (charge.h) while the chunk runs
+ *             (luaenv_start .. luaenv_finish), outside host code.
  * A refusal by the heap cap that is final (the core's retry after its
  * emergency collection is refused too: set in the allocator, because
  * lua_checkstack swallows the error and its callers raise ordinary ones), the
@@ -117,6 +122,12 @@ struct luaenv {                 /* read by luaenv*.c only; others use the functi
     int      retry_armed;
     const void *retry_ptr;
     size_t   retry_osize, retry_nsize, retry_used;
+    /* collections (luaenv.c): credit earned by allocating, and the
+     * emergency collections behind string refusals not yet settled */
+    size_t   gc_credit, gc_credit_max, gc_caught;
+    /* charges (charge.h): only while the chunk runs (luaenv_start), and
+     * not for what host code makes for it (luaenv_host_begin) */
+    int      charging, host;
     /* sticky limits */
     int      fatal;             /* enum luaenv_fatal */
     uint64_t max_reductions, reductions, cpu_us;
@@ -128,7 +139,8 @@ struct luaenv {                 /* read by luaenv*.c only; others use the functi
     int      output_truncated;
 };
 
-enum { LUAENV_REFUSED_NONE = 0, LUAENV_REFUSED_HEAP, LUAENV_REFUSED_STRING };
+enum { LUAENV_REFUSED_NONE = 0, LUAENV_REFUSED_HEAP, LUAENV_REFUSED_STRING,
+       LUAENV_REFUSED_BUDGET };
 
 /* A new state with the sandbox environment and no limits.  NULL on failure.
  * The caller owns it; it is never closed in a worker. */
@@ -148,8 +160,24 @@ struct luaenv *luaenv_from(lua_State *L);
  * tables, bindings, the chunk) so all of it is counted. */
 void luaenv_apply(struct luaenv *e, const struct luaenv_limits *lim);
 
+/* Right before the chunk runs (after its compilation): from here until
+ * luaenv_finish() the chunk's work is charged to the budget (charge.h). */
+void luaenv_start(struct luaenv *e);
+
+/* Host code that makes values for the chunk (a tool's answer, a string the
+ * sandbox builds its own way and charges as its result) is not charged:
+ * begin returns the state to give back to end.  An error caught at a
+ * protected boundary ends host code (luaenv_catch resets it). */
+int luaenv_host_begin(lua_State *L);
+void luaenv_host_end(lua_State *L, int was);
+
+/* Charge units to the budget while the chunk runs (outside host code);
+ * raises the reductions limit when that spends it. */
+void luaenv_charge(lua_State *L, uint64_t units);
+
 /* After the chunk has returned and before results are converted in C: lift
- * the heap cap and remove the hook.  No Lua may run after this. */
+ * the heap cap, stop charges and remove the hook.  No Lua may run after
+ * this. */
 void luaenv_finish(struct luaenv *e);
 
 enum luaenv_fatal luaenv_fatal(const struct luaenv *e);
@@ -162,6 +190,12 @@ size_t luaenv_string_cap(const struct luaenv *e);
  * refusal record and says what the error is.  Never raises; may replace the
  * value on top with a preallocated string. */
 enum luaenv_caught luaenv_catch(lua_State *L, int status);
+
+/* The same for the error that ends the chunk (or the job): classifies it
+ * and replaces a string refusal's value as luaenv_catch() does, but settles
+ * nothing and runs no collection, since nothing of the chunk runs after it:
+ * a chunk that ends with "resulting string too large" ends with that error. */
+enum luaenv_caught luaenv_catch_end(lua_State *L, int status);
 
 /* Raise again while fatal: re-arm the hook with count 1 on L and lua_error
  * with the value on top.  Does not return. */

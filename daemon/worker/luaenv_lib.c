@@ -10,6 +10,8 @@
  */
 #include "daemon/worker/luaenv.h"
 
+#include "daemon/worker/charge.h"
+
 #include <lauxlib.h>
 #include <lualib.h>
 #include <stdint.h>
@@ -418,6 +420,7 @@ static int sb_rep(lua_State *L)
 {
     size_t l, lsep, n, total, cap = luaenv_string_cap(luaenv_from(L));
     lua_Integer count;
+    int host;
 
 #if defined(MUTATE_REP_CONCAT)
     return call_original(L);            /* mutant: no size pre-check, no "" shortcut */
@@ -452,7 +455,13 @@ static int sb_rep(lua_State *L)
         lua_pushliteral(L, "");
         lua_replace(L, 3);
     }
-    return rep_by_doubling(L, n, l, lsep);
+    /* charged as the one string it makes (charge.h), before making it; the
+     * halves on the way are this function's own business */
+    luaenv_charge(L, charge_string(total));
+    host = luaenv_host_begin(L);
+    rep_by_doubling(L, n, l, lsep);
+    luaenv_host_end(L, host);
+    return 1;
 }
 
 static int sb_concat(lua_State *L)

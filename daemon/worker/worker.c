@@ -530,7 +530,7 @@ static int run_code(struct job *job, lua_State *L, int g, int base)
 
     status = luaL_loadbufferx(L, code, code_len, "=input", "t");
     if (status != LUA_OK) {
-        if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL)
+        if (luaenv_catch_end(L, status) == LUAENV_CAUGHT_FATAL)
             end_fatal(job);
         else if (status == LUA_ERRSYNTAX)
             end_syntax(job, L);
@@ -547,9 +547,10 @@ static int run_code(struct job *job, lua_State *L, int g, int base)
     lua_pushlightuserdata(L, job);
     lua_pushcclosure(L, msgh, 1);
     lua_insert(L, chunk);       /* handler below the chunk */
+    luaenv_start(job->env);
     status = lua_pcall(L, 0, LUA_MULTRET, chunk);
     if (status != LUA_OK) {
-        enum luaenv_caught c = luaenv_catch(L, status);
+        enum luaenv_caught c = luaenv_catch_end(L, status);
         luaenv_finish(job->env);
         if (c == LUAENV_CAUGHT_FATAL)
             end_fatal(job);
@@ -807,7 +808,7 @@ static int run_job(struct job *job, lua_CFunction f)
     status = lua_pcall(L, 1, 0, 0);
     if (status != LUA_OK) {
         /* escaped the job function: a memory error in tool tables or bindings */
-        enum luaenv_caught c = luaenv_catch(L, status);
+        enum luaenv_caught c = luaenv_catch_end(L, status);
         luaenv_finish(job->env);
         if (c == LUAENV_CAUGHT_FATAL) {
             end_fatal(job);

@@ -254,19 +254,77 @@ GC_RETRY_SETUP = ("local keep = {} for i = 1, 200000 do keep[i] = function() ret
 ])
 def test_collections_billed(client, loop):
     """Each refused `..` makes the core run an emergency full collection, and
-    string.rep runs one when its result would not fit: with many live objects
-    that is milliseconds per few instructions.  The collections are billed to
-    the budget, so such a loop ends with reductions_limit (without the
-    billing it runs until the timeout)."""
+    a caught "resulting string too large" one more (for dead buffers): with
+    many live objects that is milliseconds per few instructions.  The
+    collections a caught refusal buys are billed to the budget, so such a
+    loop ends with reductions_limit (without the billing it runs until the
+    timeout); string.rep's collections are paid by what it allocates, and
+    its 20 MiB strings by their bytes."""
     r = client.execute(GC_RETRY_SETUP + loop,
                        limits={"max_heap": 64 * 1024 * 1024, "max_reductions": 20000000},
                        timeout_ms=20000 * sbx.SCALE)
     assert r.kind == "reductions_limit" and r.data["stats"]["reductions"] > 20000000, r
-    # a single refusal, caught, is fine within a budget of a few such collections
-    # (the emergency one, and the one that frees what the failed build left)
-    v = client.value(GC_RETRY_SETUP + "return pcall(function() return s .. s end)",
-                     limits={"max_heap": 64 * 1024 * 1024, "max_reductions": 40000000})
-    assert v == [False, "resulting string too large"], v
+    # a single refusal, caught, is paid by the allocation before it: nothing
+    # is billed, even under a budget far below a collection's bill
+    r = client.exec_ok(GC_RETRY_SETUP + "return pcall(function() return s .. s end)",
+                       limits={"max_heap": 64 * 1024 * 1024, "max_reductions": 2000000})
+    assert r["value"] == [False, "resulting string too large"], r
+    assert r["stats"]["reductions"] < 1200000, r     # the closures, the 16 MiB string
+
+
+# The reproducers of memory exhaustion and of legitimate programs near the
+# heap cap: (code, limits, expected value or error kind).
+KEEP_LIVE = "local keep = {} for i = 1, 40 do keep[i] = string.rep('k', 1 << 20) .. i end "
+NEAR_CAP = [
+    # memory exhaustion is memory_limit, never reductions_limit: the
+    # collections before the final refusal are never billed
+    ("local keep, base, i = {}, string.rep('m', 1 << 20), 0 "
+     "while true do i = i + 1; keep[i] = base .. i end",
+     {"max_heap": 64 << 20, "max_reductions": 10000000}, "memory_limit"),
+    ("local t = {} for i = 1, 1e8 do t[i] = {i} end",
+     {"max_heap": 64 << 20, "max_reductions": 6000000}, "memory_limit"),
+    # 40 MiB live and 200 MiB of short-lived 1 MiB strings under 64 MiB:
+    # stock Lua's value, far inside the budget
+    (KEEP_LIVE + "local n = 0 for i = 1, 200 do local s = string.rep('g', 1 << 20) .. i "
+     "n = n + #s end return n + #keep",
+     {"max_heap": 64 << 20, "max_reductions": 10000000}, 200 * (1 << 20) + 492 + 40),
+    # live data within 256 KiB of the cap and a loop of small garbage: each
+    # full collection makes room for a sliver, and allocation does not pay
+    # for them: the heap cap is reached (233-gc-thrash-near-cap)
+    ("local keep = {} while collectgarbage('count') * 1024 < (64 << 20) - (256 << 10) - 200000 do "
+     "local t = {} for i = 1, 1000 do t[i] = function() return i end end keep[#keep + 1] = t end "
+     "while true do local t = {} end",
+     {"max_heap": 64 << 20, "max_reductions": 5000000}, "memory_limit"),
+    # the same garbage beside 40 MiB of live data: the collector makes room
+    # for it
+    (KEEP_LIVE + "local n = 0 for i = 1, 300000 do local t = {i} n = n + #t end return n",
+     {"max_heap": 64 << 20, "max_reductions": 10000000}, 300000),
+    # a caught "resulting string too large" stays that, under a budget far
+    # below what the collections behind it used to be billed
+    ("local keep = {} for i = 1, 200000 do keep[i] = function() return i end end "
+     "local s = string.rep('x', (16 << 20) + 64) "
+     "local ok, e = pcall(function() return s .. s end) return e",
+     {"max_heap": 64 << 20, "max_reductions": 2000000}, "resulting string too large"),
+    # and uncaught, it ends the chunk as the runtime error it is
+    ("local keep = {} for i = 1, 200000 do keep[i] = function() return i end end "
+     "local s = string.rep('x', (16 << 20) + 64) return s .. s",
+     {"max_heap": 64 << 20, "max_reductions": 2000000}, "runtime_error"),
+]
+
+
+@pytest.mark.parametrize("code,limits,expect", NEAR_CAP)
+def test_near_cap_verdicts(client, code, limits, expect):
+    """A limit ends a chunk only when that limit is reached: a heap that
+    fills up ends with memory_limit whatever the budget, and a program that
+    fits (with many collections near the cap) gets its value."""
+    r = client.execute(code, limits=limits, timeout_ms=60000 * sbx.SCALE)
+    if expect in sbx.KIND_CODES:
+        assert r.kind == expect, r
+        if expect == "runtime_error":
+            assert "resulting string too large" in r.message, r
+    else:
+        assert r.ok and r.result["value"] == expect, r
+        assert r.result["stats"]["reductions"] <= limits["max_reductions"], r
 
 
 @pytest.mark.parametrize("catch", [

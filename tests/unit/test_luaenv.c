@@ -191,38 +191,152 @@ static void test_refused_retry_is_final(void **state)
     assert_int_equal(luaenv_fatal(x->e), LUAENV_FATAL_NONE);
 }
 
-/* The retry follows an emergency full collection: with a budget, it is
- * billed one reduction per GC_BYTES_PER_REDUCTION (4) bytes of the heap the
- * collector saw, and a spent budget refuses the retry. */
-static void test_collection_billed(void **state)
+/* A heap refusal of the retry ends the chunk: the emergency collection
+ * behind it is never billed, whatever the credit. */
+static void test_final_refusal_not_billed(void **state)
 {
     struct fixture *x = *state;
     struct luaenv_limits lim = { .max_heap = x->e->used + 1000, .max_reductions = 1000000,
                                  .output_fd = -1 };
+
+    luaenv_apply(x->e, &lim);
+    x->e->gc_credit = 0;
+    assert_null(x->f(x->ud, NULL, LUA_TTABLE, 100000));
+    assert_null(x->f(x->ud, NULL, LUA_TTABLE, 100000));
+    assert_int_equal(luaenv_fatal(x->e), LUAENV_FATAL_MEMORY);
+    assert_int_equal(x->e->reductions, 0);
+}
+
+/* A retry that fits after the emergency collection: free while the credit
+ * (GC_CREDIT_PER_BYTE = 4 bytes of collection per byte allocated) pays for
+ * the heap collected; when it does not, the heap is too close to its cap
+ * for the collector to make room: memory_limit, never a bill. */
+static void test_needed_collection_paid_by_credit(void **state)
+{
+    struct fixture *x = *state;
+    struct luaenv_limits lim = { .max_heap = x->e->used + 100000, .max_reductions = 1000000,
+                                 .output_fd = -1 };
+    size_t heap;
+    void *fill, *p;
+
+    luaenv_apply(x->e, &lim);
+    assert_int_equal(x->e->gc_credit, 2 * lim.max_heap);    /* a chunk starts with two heaps */
+    fill = x->f(x->ud, NULL, LUA_TUSERDATA, 70000);
+    assert_non_null(fill);
+    x->e->gc_credit = 0;
+    p = x->f(x->ud, NULL, LUA_TTABLE, 15000);               /* earns 60000 */
+    assert_non_null(p);
+    assert_int_equal(x->e->gc_credit, 60000);
+    heap = x->e->used;
+    x->e->gc_credit = heap;                                 /* exactly one collection */
+    assert_null(x->f(x->ud, NULL, LUA_TTABLE, 20000));
+    x->f(x->ud, p, 15000, 0);                               /* the collection frees */
+    p = x->f(x->ud, NULL, LUA_TTABLE, 20000);               /* the retry fits */
+    assert_non_null(p);
+    assert_int_equal(luaenv_fatal(x->e), LUAENV_FATAL_NONE);
+    assert_int_equal(x->e->gc_credit, 4 * 20000);
+    assert_int_equal(x->e->reductions, 0);
+
+    x->e->gc_credit = 0;                                    /* unpaid: memory, not reductions */
+    assert_null(x->f(x->ud, NULL, LUA_TTABLE, 20000));
+    x->f(x->ud, p, 20000, 0);
+    assert_null(x->f(x->ud, NULL, LUA_TTABLE, 20000));
+    assert_int_equal(luaenv_fatal(x->e), LUAENV_FATAL_MEMORY);
+    assert_int_equal(x->e->reductions, 0);
+    x->f(x->ud, fill, 70000, 0);
+}
+
+/* A string refusal the chunk catches and goes on from: the emergency
+ * collection behind it (and the one luaenv_catch runs for dead buffers) is
+ * billed by what the credit does not pay, one reduction per 4 bytes; the
+ * end of the chunk (luaenv_catch_end) settles nothing. */
+static void test_caught_refusal_billed(void **state)
+{
+    struct fixture *x = *state;
+    struct luaenv_limits lim = { .max_heap = x->e->used + 1000, .max_reductions = 1000000,
+                                 .output_fd = -1 };
+    lua_State *L = luaenv_state(x->e);
     size_t heap, big;
 
     luaenv_apply(x->e, &lim);
     heap = x->e->used;
     big = luaenv_string_cap(x->e) + 100;
     assert_null(x->f(x->ud, NULL, LUA_TSTRING, big));
-    assert_int_equal(x->e->reductions, 0);
     assert_null(x->f(x->ud, NULL, LUA_TSTRING, big));
-    assert_int_equal(x->e->reductions, heap / 4);
+    assert_int_equal(x->e->reductions, 0);                  /* nothing at the refusal */
+    lua_pushliteral(L, "not enough memory");
+    assert_int_equal(luaenv_catch_end(L, LUA_ERRMEM), LUAENV_CAUGHT_STRING);
+    assert_string_equal(lua_tostring(L, -1), "resulting string too large");
+    lua_pop(L, 1);
+    assert_int_equal(x->e->reductions, 0);
+
+    x->e->gc_credit = 0;
+    assert_null(x->f(x->ud, NULL, LUA_TSTRING, big));
+    assert_null(x->f(x->ud, NULL, LUA_TSTRING, big));
+    lua_pushliteral(L, "not enough memory");
+    assert_int_equal(luaenv_catch(L, LUA_ERRMEM), LUAENV_CAUGHT_STRING);
+    lua_pop(L, 1);
+    assert_true(x->e->reductions >= heap / 4 + heap / 4 - 64);  /* two collections */
     assert_int_equal(luaenv_fatal(x->e), LUAENV_FATAL_NONE);
 
     lim.max_reductions = heap / 4 - 1;                      /* one collection spends it */
     luaenv_apply(x->e, &lim);
-    assert_null(x->f(x->ud, NULL, LUA_TTABLE, 100000));
-    assert_null(x->f(x->ud, NULL, LUA_TTABLE, 100000));
+    x->e->gc_credit = 0;
+    assert_null(x->f(x->ud, NULL, LUA_TSTRING, big));
+    assert_null(x->f(x->ud, NULL, LUA_TSTRING, big));
+    lua_pushliteral(L, "not enough memory");
+    assert_int_equal(luaenv_catch(L, LUA_ERRMEM), LUAENV_CAUGHT_FATAL);
+    lua_pop(L, 1);
     assert_int_equal(luaenv_fatal(x->e), LUAENV_FATAL_REDUCTIONS);
 
     lim.max_reductions = 0;                                 /* no budget: nothing billed */
-    lim.max_heap = x->e->used + 1000;
     luaenv_apply(x->e, &lim);
-    big = luaenv_string_cap(x->e) + 100;
+    x->e->gc_credit = 0;
     assert_null(x->f(x->ud, NULL, LUA_TSTRING, big));
     assert_null(x->f(x->ud, NULL, LUA_TSTRING, big));
+    lua_pushliteral(L, "not enough memory");
+    assert_int_equal(luaenv_catch(L, LUA_ERRMEM), LUAENV_CAUGHT_STRING);
+    lua_pop(L, 1);
     assert_int_equal(x->e->reductions, 0);
+}
+
+/* While the chunk runs, a new string costs one reduction per 64 bytes of
+ * its length (charge.h), as it is allocated; a string that spends the
+ * budget is refused with the reductions limit set.  Before luaenv_start
+ * and inside host code nothing is charged. */
+static void test_string_charged(void **state)
+{
+    struct fixture *x = *state;
+    struct luaenv_limits lim = { .max_reductions = 100, .output_fd = -1 };
+    size_t h = x->e->string_header;
+    void *p;
+    int was;
+
+    luaenv_apply(x->e, &lim);
+    p = x->f(x->ud, NULL, LUA_TSTRING, h + 640 + 1);
+    assert_non_null(p);
+    x->f(x->ud, p, h + 641, 0);
+    assert_int_equal(x->e->reductions, 0);                  /* not started */
+    luaenv_start(x->e);
+    p = x->f(x->ud, NULL, LUA_TSTRING, h + 640 + 1);
+    assert_non_null(p);
+    x->f(x->ud, p, h + 641, 0);
+    assert_int_equal(x->e->reductions, 10);
+    p = x->f(x->ud, NULL, LUA_TSTRING, h + 63 + 1);         /* short of a unit */
+    x->f(x->ud, p, h + 64, 0);
+    p = x->f(x->ud, NULL, LUA_TTABLE, 6400);                /* not a string */
+    x->f(x->ud, p, 6400, 0);
+    assert_int_equal(x->e->reductions, 10);
+    was = luaenv_host_begin(luaenv_state(x->e));
+    p = x->f(x->ud, NULL, LUA_TSTRING, h + 64000 + 1);
+    assert_non_null(p);
+    x->f(x->ud, p, h + 64001, 0);
+    luaenv_host_end(luaenv_state(x->e), was);
+    assert_int_equal(x->e->reductions, 10);
+    assert_null(x->f(x->ud, NULL, LUA_TSTRING, h + 64 * 91 + 1));
+    assert_int_equal(x->e->last_refusal, LUAENV_REFUSED_BUDGET);
+    assert_int_equal(luaenv_fatal(x->e), LUAENV_FATAL_REDUCTIONS);
+    luaenv_finish(x->e);
 }
 
 int main(void)
@@ -234,7 +348,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_string_cap_without_heap_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_string_cap_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refused_retry_is_final, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_collection_billed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_final_refusal_not_billed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_needed_collection_paid_by_credit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_caught_refusal_billed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_string_charged, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
