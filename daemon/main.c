@@ -309,6 +309,7 @@ int main(int argc, char **argv)
     unsigned long long wd_usec;
     int ch, check_only = 0;
 
+    log_init();
     if (argc > 1 && strcmp(argv[1], "--zygote") == 0)
         zygote_main(argc, argv);
     while ((ch = getopt_long(argc, argv, "c:s:h", opts, NULL)) != -1) {

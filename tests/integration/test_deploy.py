@@ -496,6 +496,53 @@ def test_log_lines_have_priority_prefixes_and_one_line_per_execution(daemon_fact
     assert "SECRET" not in text, text
 
 
+def _log_with_journal_stream(tmp_path, stream_of):
+    """The daemon's stderr (a file) when JOURNAL_STREAM names the device and
+    inode of stream_of(err_path): one execution, then SIGTERM."""
+    path = str(tmp_path / "s.sock")
+    conf = tmp_path / "c.conf"
+    conf.write_text(render_config(merge_config()))
+    errp = tmp_path / "err"
+    errp.write_bytes(b"")
+    st = os.stat(stream_of(str(errp)))
+    env = dict(os.environ, JOURNAL_STREAM="%d:%d" % (st.st_dev, st.st_ino))
+    with open(errp, "ab") as err:
+        proc = subprocess.Popen([SANDBOXD_BIN, "-c", str(conf), "-s", path], stdout=err,
+                                stderr=err, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
+    try:
+        wait_until(lambda: os.path.exists(path), 10, "the daemon to listen")
+        with sbx.Client(path) as c:
+            c.call("execute", {"code": "return 1"}, id="j-1")
+        wait_until(lambda: 'id="j-1"' in errp.read_text(), 5, "the execution's line")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(15 * SCALE)
+    assert rc == 0, errp.read_text()
+    return errp.read_text(), proc.pid
+
+
+def test_log_lines_to_the_journal_leave_identifier_and_pid_to_it(tmp_path):
+    """Under systemd (JOURNAL_STREAM names stderr) the journal records
+    SYSLOG_IDENTIFIER and _PID itself: the supervisor's lines are only the
+    priority and the message, not "sandboxd[PID]: " twice in journalctl.  The
+    zygote, started without the daemon's environment, keeps its pid."""
+    text, pid = _log_with_journal_stream(tmp_path, lambda err: err)
+    assert re.search(r'^<6>exec conn=\d+ seq=\d+ id="j-1" op=execute outcome=ok ', text, re.M), text
+    assert re.search(r"^<[3-7]>sandboxd \S+ listening on ", text, re.M), text
+    for line in text.splitlines():
+        assert re.match(r"^<[3-7]>\S", line), "a line without its priority: %r" % line
+        assert not line[3:].startswith("sandboxd[%d]" % pid), line
+    # A JOURNAL_STREAM inherited by a daemon whose stderr is another file (a
+    # shell started from a unit, say) does not count.
+    other = tmp_path / "other"
+    other.write_bytes(b"")
+    text, _ = _log_with_journal_stream(tmp_path, lambda err: str(other))
+    assert re.search(r'^<6>sandboxd\[\d+\]: exec conn=\d+ seq=\d+ id="j-1" ', text, re.M), text
+    for line in text.splitlines():
+        assert LINE.match(line), line
+
+
 def test_every_execution_has_one_log_line_even_unanswered(daemon_factory):
     """A client that goes away (closed, killed, sandboxctl stopped by
     SIGTERM) leaves no one to answer, but its executions, running and queued,
