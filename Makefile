@@ -6,6 +6,8 @@
 #                   the reliability suite, the client suites, the test-hooks build,
 #                   bench smoke and a fuzz pass
 #   make mutation   the mutation check (its own campaign; CI runs it after make test)
+#   make test-systemd  the units under a real systemd in a booted Debian 12
+#                   container (root; CI runs it after make test)
 #   make asan       the sanitizer build in build/asan/
 #   make bench      the benchmark report (bench/)
 #   make soak       the reliability faults under load for SOAK_SECONDS (default 300)
@@ -47,7 +49,7 @@ UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 UNIT_OBJS   := $(patsubst %.c,$(O)/obj/%.o,$(UNIT_SRCS))
 LIB         := $(O)/libsandboxd.a
 
-.PHONY: all deps run test test-unit test-integration test-reliability soak test-hooks test-node bench-node test-elixir bench-elixir asan bench mutation fuzz install clean
+.PHONY: all deps run test test-unit test-integration test-systemd test-reliability soak test-hooks test-node bench-node test-elixir bench-elixir asan bench mutation fuzz install clean
 all: $(O)/sandboxd $(O)/sandboxctl
 
 # The Debian packages first, then pkg-config's flags for them, kept in
@@ -133,6 +135,15 @@ test-hooks: deps
 	SANDBOXD_BIN=$(CURDIR)/$(HOOKS_O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(HOOKS_O)/sandboxctl \
 	SANDBOXD_SANITIZE=0 SANDBOXD_TEST_HOOKS=1 \
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration/test_hooks.py
+
+# sandboxd under a real systemd (tests/systemd): a Debian 12 root built once
+# with mmdebstrap (cached in build/systemd/root, rebuilt when
+# tests/systemd/packages changes), booted with systemd-nspawn; the units are
+# installed and driven as docs/deployment.md tells an operator.  Where the
+# container cannot boot here (not root, no systemd-nspawn, no mirror for the
+# first build) it says so in one line and passes.
+test-systemd: all
+	@tests/systemd/run $(O)
 
 # The reliability suite (tests/reliability): checked load with faults
 # injected, about a minute; `make soak` runs its faults for SOAK_SECONDS.
