@@ -468,6 +468,45 @@ def test_stop_leaves_nothing_running(machine, sock):
         c.ping()
 
 
+# ---------------------------------------------------------------- broken at start
+
+def test_broken_config_at_start(machine, sock):
+    """A file broken before a (re)start: ExecStartPre's check refuses it with
+    the reason in the journal; Restart= tries again until systemd's start
+    limit (5 starts in 10 s), which fails the socket unit too: its socket goes
+    away.  The operator's way back: fix the file, reset-failed, start the
+    socket."""
+    m = machine
+    running(m, sock)
+    good = open(m.path(CONF)).read()
+    try:
+        cur = m.cursor()
+        set_conf(m, good + "no_such_key = 1\n")
+        t0 = time.monotonic()
+        r = m.run("systemctl", "restart", "sandboxd.service", check=False)
+        assert r.returncode != 0, r
+        m.wait_journal(lambda e: "unknown key 'no_such_key'" in e.get("MESSAGE", ""),
+                       unit="sandboxd.service", after=cur, what="the reason of the refusal")
+        deadline = time.monotonic() + 30
+        while True:
+            k = m.show("sandboxd.socket", "ActiveState", "Result")
+            if k["ActiveState"] == "failed":
+                break
+            assert time.monotonic() < deadline, k
+            time.sleep(0.2)
+        note("broken start", "%.1f s of restarts until the start limit failed the socket unit"
+             % (time.monotonic() - t0))
+        assert k["Result"] == "service-start-limit-hit", k
+        assert m.show("sandboxd.service", "ActiveState")["ActiveState"] == "failed"
+        assert not os.path.exists(sock)
+    finally:
+        set_conf(m, good)
+    m.run("systemctl", "reset-failed", "sandboxd.service", "sandboxd.socket")
+    m.run("systemctl", "start", "sandboxd.socket")
+    with client(sock) as c:
+        c.ping()
+
+
 # ---------------------------------------------------------------- Restart=
 
 def test_restart_after_sigkill(machine, sock):
