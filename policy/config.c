@@ -67,39 +67,62 @@ struct key_spec {
     const char *name;
     enum kind kind;
     size_t off;    /* offset of the field in struct config */
-    unsigned min;  /* K_UINT and K_SIZE: smallest value accepted */
+    uint64_t min;  /* K_UINT and K_SIZE: the range accepted; every value in */
+    uint64_t max;  /* it is one the daemon can serve (see daemon_keys) */
 };
 
 #define CFG(f) offsetof(struct config, f)
 
+/*
+ * The range of each number is what the daemon can serve, so a file that
+ * checks OK never makes it fail later (config.h, CONFIG_*):
+ *  - max_workers, max_sessions: processes; pool_size: started at once at
+ *    start-up.  max_queue: executions held with their jobs.
+ *  - max_connections: descriptors (the kernel's nr_open is 2^20).
+ *  - max_message_bytes: a request's job, and a tool's answer, go to a worker
+ *    that reads at most CHAN_JOB_MAX (64 MiB) a frame; 128 bytes at least,
+ *    so that a request fits.  max_code_bytes: code arrives in a message.
+ *  - max_parallel_calls: every execution (and its worker) allocates a slot
+ *    per call (a value of 2^32 - 1 made every execute "out of memory").
+ *  - session_idle_timeout_ms: what session/open's idle_timeout_ms may ask.
+ */
+#define DAY_MS 86400000u
+_Static_assert(CONFIG_MAX_MESSAGE + ((size_t)1 << 20) <= CHAN_JOB_MAX &&
+               CONFIG_MAX_MESSAGE + ((size_t)1 << 20) <= CHAN_TOOL_RESULT_MAX,
+               "a job or tool answer of max_message_bytes must fit a worker's frame");
+_Static_assert(CONFIG_MAX_LIMIT_BYTES == (uint64_t)1 << 30,
+               "limits.c config_max of max_output_bytes and max_bindings_bytes");
+
 static const struct key_spec daemon_keys[] = {
-    {"socket", K_SOCKET, CFG(socket), 0},
-    {"socket_mode", K_MODE, CFG(socket_mode), 0},
-    {"socket_group", K_SOCKGROUP, CFG(socket_group), 0},
-    {"allow_uids", K_UIDS, 0, 0},
-    {"allow_gids", K_GIDS, 0, 0},
-    {"max_workers", K_UINT, CFG(max_workers), 1},
-    {"max_queue", K_UINT, CFG(max_queue), 0},
-    {"max_connections", K_UINT, CFG(max_connections), 1},
-    {"pool_size", K_UINT, CFG(pool_size), 0},
-    {"max_message_bytes", K_SIZE, CFG(max_message_bytes), 1},
-    {"max_input_bytes", K_SIZE, CFG(max_input_bytes), 1},
-    {"max_code_bytes", K_SIZE, CFG(max_code_bytes), 1},
-    {"max_backlog_bytes", K_SIZE, CFG(max_backlog_bytes), 1},
-    {"log_level", K_LOGLEVEL, CFG(log_level), 0},
-    {"shutdown_grace_ms", K_UINT, CFG(shutdown_grace_ms), 0},
-    {"max_parallel_calls", K_UINT, CFG(max_parallel_calls), 1},
-    {"max_sessions", K_UINT, CFG(max_sessions), 0},
-    {"max_sessions_per_connection", K_UINT, CFG(max_sessions_per_connection), 1},
-    {"session_idle_timeout_ms", K_UINT, CFG(session_idle_timeout_ms), 1},
-    {"tool_spin_us", K_UINT, CFG(tool_spin_us), 0},
-    {"write_idle_timeout_ms", K_UINT, CFG(write_idle_timeout_ms), 1000},
+    {"socket", K_SOCKET, CFG(socket), 0, 0},
+    {"socket_mode", K_MODE, CFG(socket_mode), 0, 0},
+    {"socket_group", K_SOCKGROUP, CFG(socket_group), 0, 0},
+    {"allow_uids", K_UIDS, 0, 0, 0},
+    {"allow_gids", K_GIDS, 0, 0, 0},
+    {"max_workers", K_UINT, CFG(max_workers), 1, CONFIG_MAX_WORKERS},
+    {"max_queue", K_UINT, CFG(max_queue), 0, CONFIG_MAX_QUEUE},
+    {"max_connections", K_UINT, CFG(max_connections), 1, CONFIG_MAX_CONNECTIONS},
+    {"pool_size", K_UINT, CFG(pool_size), 0, CONFIG_MAX_WORKERS},
+    {"max_message_bytes", K_SIZE, CFG(max_message_bytes), CONFIG_MIN_MESSAGE,
+     CONFIG_MAX_MESSAGE},
+    {"max_input_bytes", K_SIZE, CFG(max_input_bytes), 1, SIZE_MAX},
+    {"max_code_bytes", K_SIZE, CFG(max_code_bytes), 1, CONFIG_MAX_MESSAGE},
+    {"max_backlog_bytes", K_SIZE, CFG(max_backlog_bytes), 1, SIZE_MAX},
+    {"log_level", K_LOGLEVEL, CFG(log_level), 0, 0},
+    {"shutdown_grace_ms", K_UINT, CFG(shutdown_grace_ms), 0, DAY_MS},
+    {"max_parallel_calls", K_UINT, CFG(max_parallel_calls), 1, CONFIG_MAX_PARALLEL_CALLS},
+    {"max_sessions", K_UINT, CFG(max_sessions), 0, CONFIG_MAX_WORKERS},
+    {"max_sessions_per_connection", K_UINT, CFG(max_sessions_per_connection), 1,
+     CONFIG_MAX_WORKERS},
+    {"session_idle_timeout_ms", K_UINT, CFG(session_idle_timeout_ms), 1, DAY_MS},
+    {"tool_spin_us", K_UINT, CFG(tool_spin_us), 0, CHAN_SPIN_US_MAX},
+    {"write_idle_timeout_ms", K_UINT, CFG(write_idle_timeout_ms), 1000, DAY_MS},
 };
 
 static const struct key_spec worker_keys[] = {
-    {"user", K_USER, CFG(worker_user), 0},
-    {"group", K_GROUP, CFG(worker_group), 0},
-    {"chroot", K_CHROOT, CFG(worker_chroot), 0},
+    {"user", K_USER, CFG(worker_user), 0, 0},
+    {"group", K_GROUP, CFG(worker_group), 0, 0},
+    {"chroot", K_CHROOT, CFG(worker_chroot), 0, 0},
 };
 
 #define N_DAEMON_KEYS (sizeof daemon_keys / sizeof daemon_keys[0])
@@ -395,6 +418,23 @@ static int parse_mode(mode_t *field, const char *s, char *why, size_t whylen)
     return 0;
 }
 
+/* n within [min, max]; else the range in why.  The bounds of the audit
+ * (key_spec, limit_key) make a value the daemon cannot serve an error. */
+static int in_range(uint64_t n, uint64_t min, uint64_t max, char *why, size_t whylen)
+{
+#if defined(MUTATE_CONFIG_RANGE)
+    max = UINT64_MAX;                   /* mutant: only the type's bound */
+#endif
+    if (n >= min && n <= max)
+        return 1;
+    if (max == SIZE_MAX || max == UINT64_MAX)
+        snprintf(why, whylen, "out of range: at least %llu", (unsigned long long)min);
+    else
+        snprintf(why, whylen, "out of range: from %llu to %llu", (unsigned long long)min,
+                 (unsigned long long)max);
+    return 0;
+}
+
 static int parse_daemon_value(struct config *c, const struct key_spec *k, const char *v,
                               char *why, size_t whylen)
 {
@@ -439,12 +479,9 @@ static int parse_daemon_value(struct config *c, const struct key_spec *k, const 
     case K_UINT:
     case K_SIZE:
         if (parse_number(v, k->kind == K_SIZE, k->kind == K_SIZE ? SIZE_MAX : UINT_MAX, &n,
-                         why, whylen) < 0)
+                         why, whylen) < 0 ||
+            !in_range(n, k->min, k->max, why, whylen))
             return -1;
-        if (n < k->min) {
-            snprintf(why, whylen, "must be at least %u", k->min);
-            return -1;
-        }
         if (k->kind == K_SIZE)
             *(size_t *)f = (size_t)n;
         else
@@ -498,7 +535,8 @@ static int parse_limit_value(struct limits *l, size_t idx, const char *v, char *
         *limit_field(l, k) = LIMIT_INF;
         return 0;
     }
-    if (parse_number(v, k->flags & LK_SUFFIX, LIMIT_MAX, limit_field(l, k), why, whylen) < 0)
+    if (parse_number(v, k->flags & LK_SUFFIX, LIMIT_MAX, limit_field(l, k), why, whylen) < 0 ||
+        !in_range(*limit_field(l, k), 0, k->config_max, why, whylen))
         return -1;
     if ((k->flags & LK_NONZERO) && *limit_field(l, k) == 0) {
         snprintf(why, whylen, "0 is ambiguous; write infinity for no limit");
@@ -747,16 +785,6 @@ static void check_input(struct parse *p)
         c->max_input_bytes = need;
 }
 
-/* tool_spin_us is CPU time a worker spends per tool call: at most 10 ms. */
-static void check_spin(struct parse *p)
-{
-    const struct key_state *ss = daemon_key(p, "tool_spin_us");
-
-    if (!ss->bad && p->c->tool_spin_us > CHAN_SPIN_US_MAX)
-        report(p, ss->line, "tool_spin_us %u is above %u", p->c->tool_spin_us,
-               CHAN_SPIN_US_MAX);
-}
-
 static size_t sat_add(size_t a, uint64_t b)
 {
     return b > SIZE_MAX - a ? SIZE_MAX : a + (size_t)b;
@@ -828,7 +856,6 @@ int config_load(struct config *c, const char *path, config_error_fn err, void *c
     check_input(p);
     check_limits(p);
     check_backlog(p);
-    check_spin(p);
 out:
     if (p->nerr == 0) {
         config_free(c);

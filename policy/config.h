@@ -21,6 +21,9 @@
  *        is lowered to max_workers instead;
  *      - every [defaults] value must be <= its [ceilings] value; the error
  *        names the default's line (or the ceiling's, for a built-in default);
+ *      - every number has a range (the CONFIG_* bounds, limit_key.config_max):
+ *        a value outside it is an error naming the key, the range and the
+ *        line, so what loads is what the daemon can serve;
  *      - user and group names are resolved with getpwnam/getgrnam, so do not
  *        call config_load() from two threads at once;
  *      - err may be NULL (errors are then only counted); msg is only valid
@@ -86,6 +89,18 @@ struct config {
     struct limits defaults;
     struct limits ceilings;
 };
+
+/* The ranges of numbers that need more than their type's bound: every value
+ * config_load() accepts is one the daemon can serve, on start and on reload
+ * (config.c says why each is what it is). */
+#define CONFIG_MAX_WORKERS        4096u   /* max_workers, pool_size, max_sessions,
+                                           * max_sessions_per_connection */
+#define CONFIG_MAX_QUEUE          65536u
+#define CONFIG_MAX_CONNECTIONS    1048576u
+#define CONFIG_MIN_MESSAGE        128u    /* max_message_bytes */
+#define CONFIG_MAX_MESSAGE        ((size_t)63 << 20)  /* max_message_bytes, max_code_bytes */
+#define CONFIG_MAX_PARALLEL_CALLS 1024u
+#define CONFIG_MAX_LIMIT_BYTES    ((uint64_t)1 << 30) /* max_output_bytes, max_bindings_bytes */
 
 typedef void (*config_error_fn)(void *ctx, const char *file, int line, const char *msg);
 

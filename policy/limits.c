@@ -13,13 +13,17 @@
 #define LIM(f) offsetof(struct limits, f)
 
 const struct limit_key limit_keys[LIMIT_NKEYS] = {
-    {"timeout_ms", LIM(timeout_ms), LK_INF},
-    {"max_heap", LIM(max_heap), LK_INF | LK_SUFFIX | LK_NONZERO},
-    {"max_reductions", LIM(max_reductions), LK_INF},
-    {"cpu_ms", LIM(cpu_ms), LK_INF},
-    {"max_output_bytes", LIM(max_output_bytes), LK_SUFFIX},
-    {"max_bindings_bytes", LIM(max_bindings_bytes), LK_SUFFIX},
-    {"max_tool_calls", LIM(max_tool_calls), LK_INF},
+    {"timeout_ms", LIM(timeout_ms), LK_INF, LIMIT_MAX},
+    {"max_heap", LIM(max_heap), LK_INF | LK_SUFFIX | LK_NONZERO, LIMIT_MAX},
+    {"max_reductions", LIM(max_reductions), LK_INF, LIMIT_MAX},
+    {"cpu_ms", LIM(cpu_ms), LK_INF, LIMIT_MAX},
+    /* 1 GiB: the answer holds the output escaped up to six-fold, and
+     * max_backlog_bytes must hold the largest answer (a ceiling of 2^62
+     * lifted that bound to SIZE_MAX); the result frame holds the bindings
+     * twice and must stay below 4 GiB */
+    {"max_output_bytes", LIM(max_output_bytes), LK_SUFFIX, (uint64_t)1 << 30},
+    {"max_bindings_bytes", LIM(max_bindings_bytes), LK_SUFFIX, (uint64_t)1 << 30},
+    {"max_tool_calls", LIM(max_tool_calls), LK_INF, LIMIT_MAX},
 };
 
 static const char *const prio_names[] = {

@@ -55,6 +55,9 @@ struct limit_key {
     const char *name;
     size_t off; /* offset of a uint64_t in struct limits */
     unsigned flags;
+    uint64_t config_max; /* the largest number sandboxd.conf may set (what the
+                          * daemon can serve: an answer's output and bindings
+                          * must fit a worker's frame and the backlog bound) */
 };
 
 /* The numeric limits; limit_keys[0] is timeout_ms (a request carries it in

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -191,6 +192,48 @@ def test_sighup_bad_config_keeps_old(daemon_factory):
     c.ping()
     assert c.value("return 5") == 5
     d.write_config(merge_config())     # leave a good file for teardown
+
+
+def test_config_values_the_daemon_cannot_serve(daemon_factory):
+    """max_parallel_calls = 4294967295 passed --check-config, and then every
+    execute, even `return 1`, was internal_error "out of memory".  Every
+    number now has the range the daemon can serve: --check-config, a start
+    and a SIGHUP reload all refuse a value outside it with a message naming
+    the file, the line, the key and the range (a reload keeps the running
+    configuration); the bound itself is served, executions and parallel()
+    tool calls included."""
+    bad = render_config(merge_config(daemon={"max_parallel_calls": 4294967295}))
+    line = bad.splitlines().index("max_parallel_calls = 4294967295") + 1
+    want = (r"sandboxd\.conf:%d: bad value for max_parallel_calls: '4294967295' \(out of "
+            r"range: from 1 to 1024\)" % line)
+    d = daemon_factory(daemon={"max_parallel_calls": 1024})
+    p = subprocess.run([SANDBOXD_BIN, "-c", d.config_path, "--check-config"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    d.write_config(text=bad)
+    p = subprocess.run([SANDBOXD_BIN, "-c", d.config_path, "--check-config"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode != 0 and re.search(want, p.stdout + p.stderr), p
+    p = subprocess.run([SANDBOXD_BIN, "-c", d.config_path, "-s", d.socket_path + ".2"],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode != 0 and re.search(want, p.stdout + p.stderr), p
+    c = d.client()
+    d.signal(signal.SIGHUP)
+    d.wait_log(want)
+    d.wait_log(r"SIGHUP: .* has errors; keeping the running configuration")
+    assert c.call("describe").result["daemon"]["max_parallel_calls"] == 1024
+    code = ("local f = {} for i = 1, 40 do f[i] = function() return T.f(i) end end "
+            "local r = {parallel(table.unpack(f))} return #r, r[40]")
+    assert c.value(code, tools=[{"name": "T", "functions": ["f"]}],
+                   handlers={"T.f": lambda a: a[0] * 2}) == [40, 80]
+    assert c.value("return 1") == 1
+    # the bound itself, reloaded
+    d.write_config(merge_config(daemon={"max_parallel_calls": 1}))
+    d.signal(signal.SIGHUP)
+    d.wait_log(r"SIGHUP: configuration reloaded")
+    assert c.call("describe").result["daemon"]["max_parallel_calls"] == 1
+    assert c.value("return 1") == 1
+    d.write_config(merge_config())
 
 
 # ------------------------------------------------------------------ socket
@@ -728,17 +771,22 @@ def test_dense_tool_args_pass_through_within_their_memory_budget(daemon_factory)
     assert peak <= 8 * 9e6, peak / 9e6
 
 
-def test_job_larger_than_a_worker_reads(daemon_factory):
-    """With max_message_bytes above what a worker reads (64 MiB), a job that
-    would exceed it is answered invalid_params instead of being sent to a
-    worker that would die on it."""
-    d = daemon_factory(daemon={"max_message_bytes": 80 << 20})
-    c = d.client(timeout=60 * SCALE)
-    big = b"x" * (65 << 20)
-    c.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"execute","params":{"code":"return 1",'
-               b'"bindings":[["big","' + big + b'"]]}}\n')
+def test_largest_message_reaches_a_worker(daemon_factory):
+    """max_message_bytes may be at most 63 MiB: a worker reads at most 64
+    MiB a job frame, so a message at the bound, its bindings nearly all of
+    it, is a job a worker takes and runs (a larger max_message_bytes is
+    refused by the configuration check: test_config.c)."""
+    d = daemon_factory(daemon={"max_message_bytes": 63 << 20},
+                       defaults={"max_heap": 400000000})
+    c = d.client(timeout=120 * SCALE)
+    head = (b'{"jsonrpc":"2.0","id":1,"method":"execute","params":{"code":"local n = #big '
+            b'big = nil return n",')
+    tail = b'"]]}}'
+    body = b'"bindings":[["big","'
+    big = b"x" * ((63 << 20) - len(head) - len(body) - len(tail))
+    c.send_raw(head + body + big + tail + b"\n")
     r = c.next_response()
-    assert r.kind == "invalid_params" and "larger than a worker accepts" in r.message, r
+    assert r.ok and r.result["value"] == len(big), r
     c.ping()
 
 

@@ -265,7 +265,7 @@ static const char all_keys[] =
     "max_reductions = 2000000\n"
     "cpu_ms = infinity\n"
     "priority = normal\n"
-    "max_output_bytes = 9223372036854775807\n"
+    "max_output_bytes = 1G\n"
     "max_bindings_bytes = 4M\n"
     "max_tool_calls = 1000\n";
 
@@ -309,7 +309,7 @@ static void test_every_key(void **state)
                                                        PRIO_NORMAL, 0, 3072, 100});
     assert_limits_equal(&c.ceilings, &(struct limits){LIMIT_INF, 2147483648ULL, 2000000,
                                                        LIMIT_INF, PRIO_NORMAL,
-                                                       9223372036854775807ULL, 4194304, 1000});
+                                                       1073741824ULL, 4194304, 1000});
     config_free(&c);
 }
 
@@ -328,7 +328,7 @@ static void test_value_forms(void **state)
                                "socket_mode = 660\r\n"
                                "socket_group = 4242\n"
                                "allow_uids =\n"
-                               "max_message_bytes = 1g\n"
+                               "max_message_bytes = 63m\n"
                                "log_level = error\n"
                                "[worker]\n"
                                "chroot = /srv/jail\n"
@@ -342,7 +342,7 @@ static void test_value_forms(void **state)
     assert_string_equal(c.socket_group, "4242");
     assert_int_equal(c.n_allow_uids, 0);
     assert_null(c.allow_uids);
-    assert_int_equal(c.max_message_bytes, 1073741824);
+    assert_int_equal(c.max_message_bytes, 66060288);
     assert_int_equal(c.log_level, LOG_LVL_ERROR);
     assert_string_equal(c.worker_chroot, "/srv/jail");
     assert_true(c.defaults.max_heap == 1024);
@@ -495,7 +495,7 @@ static void test_number_errors(void **state)
     (void)state;
     expect_one_error("[daemon]\nmax_workers = abc\n", 2, "bad value for max_workers: 'abc'");
     expect_one_error("[daemon]\nmax_workers =\n", 2, "bad value for max_workers: '' (empty");
-    expect_one_error("[daemon]\nmax_workers = 0\n", 2, "at least 1");
+    expect_one_error("[daemon]\nmax_workers = 0\n", 2, "out of range: from 1 to 4096");
     expect_one_error("[daemon]\nmax_queue = -1\n", 2, "bad value for max_queue: '-1'");
     expect_one_error("[daemon]\nmax_connections = 0\n", 2, "max_connections");
     expect_one_error("[daemon]\nmax_queue = +1\n", 2, "bad value for max_queue: '+1'");
@@ -506,7 +506,7 @@ static void test_number_errors(void **state)
     expect_one_error("[daemon]\nmax_message_bytes = 16MB\n", 2,
                      "bad value for max_message_bytes: '16MB'");
     expect_one_error("[daemon]\nmax_message_bytes = 16X\n", 2, "K, M or G suffix");
-    expect_one_error("[daemon]\nmax_message_bytes = 0\n", 2, "at least 1");
+    expect_one_error("[daemon]\nmax_message_bytes = 0\n", 2, "from 128 to 66060288");
     expect_one_error("[daemon]\nmax_code_bytes = 1 K\n", 2, "bad value for max_code_bytes");
     expect_one_error("[defaults]\nmax_heap = 99999999999999999999G\n", 2,
                      "bad value for max_heap: '99999999999999999999G' (too large");
@@ -519,6 +519,66 @@ static void test_number_errors(void **state)
     expect_one_error("[defaults]\ncpu_ms = Infinity\n", 2, "bad value for cpu_ms");
     expect_one_error("[defaults]\npriority = urgent\n", 2, "bad value for priority: 'urgent'");
     expect_one_error("[daemon]\nlog_level = verbose\n", 2, "bad value for log_level: 'verbose'");
+}
+
+/* Every number's range is what the daemon can serve: each bound is
+ * accepted and one past it is an error naming the key, the range and the
+ * line (max_parallel_calls = 4294967295 once checked OK and then made every
+ * execute "out of memory"). */
+static void test_ranges(void **state)
+{
+    static const struct {
+        const char *section, *key, *ok, *bad, *why;
+    } cases[] = {
+        {"daemon", "max_workers", "4096", "4097", "from 1 to 4096"},
+        {"daemon", "pool_size", "0", "4097", "from 0 to 4096"},
+        {"daemon", "max_queue", "65536", "65537", "from 0 to 65536"},
+        {"daemon", "max_connections", "1048576", "1048577", "from 1 to 1048576"},
+        {"daemon", "max_message_bytes", "128", "127", "from 128 to 66060288"},
+        {"daemon", "max_message_bytes", "63M", "66060289", "from 128 to 66060288"},
+        {"daemon", "max_code_bytes", "63M", "64M", "from 1 to 66060288"},
+        {"daemon", "shutdown_grace_ms", "86400000", "86400001", "from 0 to 86400000"},
+        {"daemon", "max_parallel_calls", "1024", "4294967295", "from 1 to 1024"},
+        {"daemon", "max_parallel_calls", "1", "0", "from 1 to 1024"},
+        {"daemon", "max_sessions", "4096", "4097", "from 0 to 4096"},
+        {"daemon", "max_sessions_per_connection", "4096", "0", "from 1 to 4096"},
+        {"daemon", "session_idle_timeout_ms", "86400000", "4294967295", "from 1 to 86400000"},
+        {"daemon", "write_idle_timeout_ms", "1000", "999", "from 1000 to 86400000"},
+        {"daemon", "write_idle_timeout_ms", "86400000", "86400001", "from 1000 to 86400000"},
+        {"daemon", "tool_spin_us", "10000", "10001", "from 0 to 10000"},
+        {"ceilings", "max_output_bytes", "1G", "1073741825", "from 0 to 1073741824"},
+        {"ceilings", "max_bindings_bytes", "1G", "9223372036854775807", "from 0 to 1073741824"},
+    };
+    char text[256], want[256];
+    struct config c;
+    struct errs e;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *extra = strcmp(cases[i].key, "pool_size") == 0 ? "max_workers = 4096\n" : "";
+
+        snprintf(text, sizeof text, "[%s]\n%s%s = %s\n", cases[i].section, extra, cases[i].key,
+                 cases[i].ok);
+        config_defaults(&c);
+        if (load_text(&c, text, &e) != 0)
+            fail_msg("%s refused: %s", text, e.msg[0]);
+        config_free(&c);
+        snprintf(text, sizeof text, "\n[%s]\n%s%s = %s\n", cases[i].section, extra,
+                 cases[i].key, cases[i].bad);
+        snprintf(want, sizeof want, "bad value for %s: '%s' (out of range: %s)", cases[i].key,
+                 cases[i].bad, cases[i].why);
+        expect_one_error(text, *extra ? 4 : 3, want);
+    }
+    /* the limits that have no bound but their type's keep it */
+    config_defaults(&c);
+    assert_int_equal(load_text(&c, "[ceilings]\ntimeout_ms = 9223372036854775807\n"
+                                   "max_heap = 9223372036854775807\n"
+                                   "max_reductions = 9223372036854775807\n"
+                                   "cpu_ms = 9223372036854775807\n"
+                                   "max_tool_calls = 9223372036854775807\n"
+                                   "[defaults]\nmax_tool_calls = 5\nmax_reductions = 5\n"
+                                   "cpu_ms = 5\n", &e), 0);
+    config_free(&c);
 }
 
 static void test_infinity_where_not_allowed(void **state)
@@ -581,7 +641,8 @@ static void test_tool_spin_us(void **state)
     assert_int_equal(load_text(&c, "[daemon]\n", &e), 0);
     assert_int_equal(c.tool_spin_us, 200);         /* a reload starts from the default */
     config_free(&c);
-    expect_one_error("[daemon]\ntool_spin_us = 10001\n", 2, "tool_spin_us 10001 is above 10000");
+    expect_one_error("[daemon]\ntool_spin_us = 10001\n", 2,
+                     "bad value for tool_spin_us: '10001' (out of range: from 0 to 10000)");
     expect_one_error("[daemon]\ntool_spin_us = 4294967295\n", 2, "tool_spin_us");
     expect_one_error("[daemon]\ntool_spin_us = fast\n", 2, "bad value for tool_spin_us: 'fast'");
     expect_one_error("[daemon]\ntool_spin_us = -1\n", 2, "bad value for tool_spin_us: '-1'");
@@ -605,8 +666,12 @@ static void test_cross_key_errors(void **state)
         struct errs e;
 
         config_defaults(&c);
-        assert_int_equal(load_text(&c, "[daemon]\nmax_message_bytes = 2G\n", &e), 0);
-        assert_int_equal(c.max_input_bytes, ((size_t)2 << 30) + 2);
+        assert_int_equal(load_text(&c, "[daemon]\nmax_message_bytes = 63M\nmax_input_bytes = "
+                                       "63M\n", &e), 1);
+        assert_int_equal(load_text(&c, "[daemon]\nmax_message_bytes = 63M\n", &e), 0);
+        assert_int_equal(c.max_input_bytes, ((size_t)1 << 30));
+        assert_int_equal(load_text(&c, "[daemon]\nmax_message_bytes = 63M\nmax_input_bytes = "
+                                       "32M\n", &e), 1);
         config_free(&c);
     }
     /* the answer backlog holds the largest answer: 1M + 16M + 12 x 16M + 2 x 16M
@@ -915,6 +980,7 @@ int main(void)
         cmocka_unit_test(test_structure_errors),
         cmocka_unit_test(test_long_and_nul_lines),
         cmocka_unit_test(test_number_errors),
+        cmocka_unit_test(test_ranges),
         cmocka_unit_test(test_infinity_where_not_allowed),
         cmocka_unit_test(test_daemon_value_errors),
         cmocka_unit_test(test_cross_key_errors),
