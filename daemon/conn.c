@@ -200,6 +200,18 @@ static void account_input(struct conn *c)
     c->in_alloc = now;
 }
 
+/* The id of a line refused before it is classified (rpc_scan_id), or
+ * NULL: the refusal then carries null. */
+static json_t *refused_id(const char *line, size_t len)
+{
+#if defined(MUTATE_REFUSED_ID)
+    (void)line; (void)len;
+    return NULL;                        /* mutant: every refusal says null */
+#else
+    return rpc_scan_id(line, len);
+#endif
+}
+
 /*
  * Over max_input_bytes: the connection with the largest input buffer (the
  * oldest of equals) gets one `busy` error and is closed, its buffer freed
@@ -217,6 +229,7 @@ static void shed_input(struct sup *s)
 #endif
     while (s->input_bytes > s->cfg.max_input_bytes) {
         struct conn *victim = NULL;
+        json_t *id;
         struct list_head *pos, *tmp;
 
         list_for_each_safe(pos, tmp, &s->conns) {
@@ -231,10 +244,14 @@ static void shed_input(struct sup *s)
                  "closing the connection with the largest (%zu bytes)",
                  (unsigned long long)victim->id, s->input_bytes, s->cfg.max_input_bytes,
                  victim->in_alloc);
-        conn_send_error(victim, NULL, "busy",
+        /* every complete line is handled: what is held is the unfinished
+         * message, whose id a client waiting for it gets if it is there */
+        id = refused_id(inbuf_data(&victim->rd.in), ndjson_pending(&victim->rd));
+        conn_send_error(victim, id, "busy",
                         json_pack("{s:I}", "max_input_bytes", (json_int_t)s->cfg.max_input_bytes),
                         "the daemon's input buffers are full (max_input_bytes) and this "
                         "connection holds the largest unfinished message");
+        json_decref(id);
         conn_fail(victim);
         ndjson_free(&victim->rd);
         account_input(victim);
@@ -503,18 +520,6 @@ void conn_close_after_flush(struct conn *c)
     c->closing = 1;
     ev_io_stop(c->sup->loop, &c->rio);
     conn_maybe_finish(c);
-}
-
-/* The id of a line refused before it is classified (rpc_scan_id), or
- * NULL: the refusal then carries null. */
-static json_t *refused_id(const char *line, size_t len)
-{
-#if defined(MUTATE_REFUSED_ID)
-    (void)line; (void)len;
-    return NULL;                        /* mutant: every refusal says null */
-#else
-    return rpc_scan_id(line, len);
-#endif
 }
 
 static void conn_handle_line(struct conn *c, const char *line, size_t len)

@@ -862,6 +862,7 @@ def test_input_budget_closes_the_largest_holder(daemon_factory):
     r = a.next_response(timeout=5 * SCALE)
     assert r.code == -32009 and r.kind == "busy", r
     assert r.data["max_input_bytes"] == 1536 * 1024, r
+    assert r.id == 7, r                 # read from the unfinished message
     assert a.wait_eof(timeout=5 * SCALE)
     d.wait_log(r"above max_input_bytes 1572864; closing the connection with the largest")
     assert _input_bytes(watcher) <= 1536 * 1024
