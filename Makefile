@@ -9,7 +9,7 @@
 #   make test-systemd  the units under a real systemd in a booted Debian 12
 #                   container (root; CI runs it after make test)
 #   make asan       the sanitizer build in build/asan/
-#   make bench      the benchmark report (bench/)
+#   make bench      the benchmark report (bench/); BASE=REV: the A/B against REV (bench/ab)
 #   make soak       the reliability faults under load for SOAK_SECONDS (default 300)
 #   make fuzz       libFuzzer on the framing, JSON-RPC, codec and bindings (tests/fuzz/)
 #

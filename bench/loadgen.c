@@ -23,6 +23,8 @@
  *                                               an execute carrying BYTES of payload (below)
  *   loadgen payload-floor -k value|bindings -B BYTES -n N
  *                                               the same bytes: one parse, one dump, the hops
+ *   loadgen hog -n SECONDS                      spin on one CPU until killed, the parent dies
+ *                                               or SECONDS pass (bench/ab's background load)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -1170,6 +1173,25 @@ static void m_relay(long n)
             (double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec) / (double)n);
 }
 
+/* A CPU hog: user-space work at the caller's priority, as any busy
+ * neighbour on the machine.  It dies with its parent (the bench) and after
+ * `seconds` at most, so a bench killed by any signal leaves no hog behind. */
+static void m_hog(long seconds)
+{
+    pid_t parent = getppid();
+    double end = now_us() + (double)seconds * 1e6;
+    volatile unsigned long x = 0;
+
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || getppid() != parent)
+        exit(0);
+    for (;;) {
+        for (long i = 0; i < 1000000; i++)
+            x++;
+        if (now_us() > end)
+            exit(0);
+    }
+}
+
 /* ------------------------------------------------------------------ */
 
 static void usage(void)
@@ -1177,7 +1199,7 @@ static void usage(void)
     fputs("usage: loadgen MODE [-s SOCK] [-n N] [-c CONNS] [-p PID] [-e CODE] [-l LIMITS] [-b]\n"
           "modes: latency tput tools cpu idle workermem spawn-latency spawn-tput spawn-cpu "
           "spawn-mem describe forkfloor relay payload payload-floor session-latency parallel\n"
-          "sequential-calls (parallel/sequential-calls: -n CALLS -c DELAY_MS)\n"
+          "sequential-calls hog (parallel/sequential-calls: -n CALLS -c DELAY_MS)\n"
           "payload modes: -k value|bindings -B BYTES\n", stderr);
     exit(2);
 }
@@ -1214,7 +1236,7 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (strncmp(mode, "spawn", 5) != 0 && strcmp(mode, "workermem") != 0 &&
         strcmp(mode, "forkfloor") != 0 && strcmp(mode, "relay") != 0 &&
-        strcmp(mode, "payload-floor") != 0 && !sock_path)
+        strcmp(mode, "payload-floor") != 0 && strcmp(mode, "hog") != 0 && !sock_path)
         die("-s SOCK is required for %s", mode);
     if (strcmp(mode, "latency") == 0)
         m_latency(n);
@@ -1252,6 +1274,8 @@ int main(int argc, char **argv)
         m_payload(n);
     else if (strcmp(mode, "payload-floor") == 0 && payload_bytes > 0)
         m_payload_floor(n);
+    else if (strcmp(mode, "hog") == 0)
+        m_hog(n);
     else
         usage();
     return 0;
