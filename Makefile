@@ -10,6 +10,7 @@
 #                   container (root; CI runs it after make test)
 #   make asan       the sanitizer build in build/asan/
 #   make bench      the benchmark report (bench/); BASE=REV: the A/B against REV (bench/ab)
+#   make bench-breakdown  where one trivial execute's time goes, step by step (bench/breakdown)
 #   make soak       the reliability faults under load for SOAK_SECONDS (default 300)
 #   make fuzz       libFuzzer on the framing, JSON-RPC, codec and bindings (tests/fuzz/)
 #
@@ -49,7 +50,7 @@ UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 UNIT_OBJS   := $(patsubst %.c,$(O)/obj/%.o,$(UNIT_SRCS))
 LIB         := $(O)/libsandboxd.a
 
-.PHONY: all deps run test test-unit test-integration test-systemd test-reliability soak test-hooks test-node bench-node test-elixir bench-elixir asan bench mutation fuzz install clean
+.PHONY: all deps run test test-unit test-integration test-systemd test-reliability soak test-hooks test-node bench-node test-elixir bench-elixir asan trace bench bench-breakdown mutation fuzz install clean
 all: $(O)/sandboxd $(O)/sandboxctl
 
 # The Debian packages first, then pkg-config's flags for them, kept in
@@ -205,6 +206,16 @@ bench-elixir: all
 
 asan:
 	$(MAKE) O=build/asan SANITIZE=1 all
+
+# A bench build with -DSANDBOXD_BENCH_TRACE=1 (never installed): every answer
+# carries the timestamps of its execution's steps (daemon/trace.h), which
+# bench/breakdown turns into the time of each step beside its floor.
+TRACE_O := build/trace
+trace: deps
+	$(MAKE) O=$(TRACE_O) EXTRA_CPPFLAGS=-DSANDBOXD_BENCH_TRACE=1 all
+
+bench-breakdown: trace
+	$(MAKE) -C bench O=$(CURDIR)/$(TRACE_O) run-breakdown
 
 bench: all
 	$(MAKE) -C bench O=$(CURDIR)/$(O)

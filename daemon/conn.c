@@ -22,6 +22,7 @@
 #include "daemon/log.h"
 #include "daemon/methods.h"
 #include "daemon/sup.h"
+#include "daemon/trace.h"
 #include "proto/jsonrpc.h"
 
 #define CONN_READ_BURST (256u * 1024)
@@ -461,6 +462,7 @@ int conn_send_spliced(struct conn *c, const json_t *msg, const struct jp_splice 
         return -1;
     if (!(line = dump_line(msg, sp, nsp, &len)))
         return 0;               /* cannot serialise: drop it, keep the connection */
+    TRACE(TR_ANSWER);
     if (outq_empty(&c->out))
         c->out_progress = ev_now(c->sup->loop);     /* the peer's clock starts now */
     rc = outq_append(&c->out, line, len, SIZE_MAX);
@@ -529,6 +531,7 @@ static void conn_handle_line(struct conn *c, const char *line, size_t len)
     json_t *id;
 
     rpc_parse(line, len, &m);
+    TRACE(TR_PARSED);
     switch (m.type) {
     case RPC_PARSE_ERROR:
         /* a client waiting for its id gets it whenever it can be read */
@@ -602,6 +605,7 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents)
             break;
         }
         total += (size_t)n;
+        TRACE(TR_READ);
         if (ndjson_feed(&c->rd, buf, (size_t)n) < 0) {
             conn_fail(c);
             break;

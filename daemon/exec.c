@@ -26,6 +26,7 @@
 #include "daemon/worker/worker.h"
 #include "daemon/wproc.h"
 #include "daemon/sup.h"
+#include "daemon/trace.h"
 #include "policy/seccomp.h"     /* containment: seccomp_syscall_name */
 #include "proto/bindings.h"
 #include "proto/codec.h"
@@ -146,12 +147,30 @@ static json_t *exec_stats(struct exec *e, const json_t *wstats)
 #if defined(MUTATE_CPU_OWN)
     cpu = stat_int(wstats, "cpu_us", cpu);  /* test-only mutant: the worker's claim */
 #endif
+#if SANDBOXD_BENCH_TRACE
+    {
+        json_t *st = json_pack("{s:I,s:I,s:I,s:I,s:I}",
+                               "wall_us", (json_int_t)(wall * 1e6),
+                               "cpu_us", cpu,
+                               "reductions", stat_int(wstats, "reductions", 0),
+                               "heap_peak_bytes", stat_int(wstats, "heap_peak_bytes", 0),
+                               "tool_calls", (json_int_t)e->tool_calls);
+        json_t *sup = json_array();
+        for (int i = 0; i < TR_SUP_N; i++)
+            json_array_append_new(sup, json_integer((json_int_t)trace_t[i]));
+        json_object_set_new(st, "trace", json_pack("{s:o,s:O}", "sup", sup, "worker",
+                                                   json_object_get(wstats, "trace") ?
+                                                   json_object_get(wstats, "trace") : json_null()));
+        return st;
+    }
+#else
     return json_pack("{s:I,s:I,s:I,s:I,s:I}",
                      "wall_us", (json_int_t)(wall * 1e6),
                      "cpu_us", cpu,
                      "reductions", stat_int(wstats, "reductions", 0),
                      "heap_peak_bytes", stat_int(wstats, "heap_peak_bytes", 0),
                      "tool_calls", (json_int_t)e->tool_calls);
+#endif
 }
 
 /* The one log line per execution (info; deployment.md promises exactly one): connection, request id,
@@ -426,6 +445,7 @@ static void exec_run(struct exec *e, struct wproc *w)
     struct jp_splice sp = { { e->job_bindings, e->job_bindings_len } };
     int rc;
 
+    TRACE(TR_DISPATCH);
     e->w = w;
     w->exec = e;
     e->t_start = ev_time();
@@ -442,6 +462,7 @@ static void exec_run(struct exec *e, struct wproc *w)
         exec_finish(e);
         return;
     }
+    TRACE(TR_JOB_SENT);
     json_decref(e->job);
     e->job = NULL;
     free(e->job_bindings);

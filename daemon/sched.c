@@ -21,6 +21,7 @@
 #include "daemon/exec.h"
 #include "daemon/log.h"
 #include "daemon/sup.h"
+#include "daemon/trace.h"
 #include "daemon/wproc.h"
 #include "daemon/zygote.h"
 
@@ -468,6 +469,7 @@ void sched_reap(struct sup *s)
             continue;
         }
         if ((w = wproc_find(s, pid))) {
+            TRACE(TR_REAP);
             uint64_t cpu = (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec +
                            (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
             wproc_exited(w, status, cpu);

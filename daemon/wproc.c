@@ -20,6 +20,7 @@
 #include "daemon/log.h"
 #include "daemon/sched.h"
 #include "daemon/sup.h"
+#include "daemon/trace.h"
 #include "daemon/worker/worker.h"   /* WORKER_EXIT_SETUP */
 #include "policy/seccomp.h"     /* containment: seccomp_syscall_name */
 #include "proto/jsonrpc.h"
@@ -319,8 +320,8 @@ static void wproc_frame(struct wproc *w, uint32_t type, const unsigned char *pay
     switch (type) {
     case CHAN_OUTPUT:    ev = XE_OUTPUT; break;
     case CHAN_TOOL_CALL: ev = XE_TOOL_CALL; break;
-    case CHAN_RESULT:    ev = XE_RESULT; break;
-    case CHAN_ERROR:     ev = XE_ERROR; break;
+    case CHAN_RESULT:    ev = XE_RESULT; TRACE(TR_END_READ); break;
+    case CHAN_ERROR:     ev = XE_ERROR; TRACE(TR_END_READ); break;
     default:
         wproc_violation(w, "unknown frame type");
         return;

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/trace.h"
 #include "daemon/worker/calls.h"
 #include "daemon/worker/hint.h"
 #include "daemon/worker/look.h"
@@ -642,6 +643,7 @@ static void read_job(struct job *job, int first)
 
     if (chan_recv(job->fd, &type, &payload, &len, JOB_MAX_BYTES) != 0 || type != CHAN_JOB)
         _exit(WORKER_EXIT_PROTO);
+    TRACE(TR_W_JOB);
     look_end(&job->chunks, t0);
     json_decref(job->spec);
     job->spec = jp_load(payload, len, JP_CHUNK);    /* long bindings in one pass */
@@ -758,6 +760,13 @@ static void send_end(struct job *job)
                             "reductions", (json_int_t)st.reductions,
                             "heap_peak_bytes", (json_int_t)st.heap_peak_bytes,
                             "cpu_us", (json_int_t)(cpu_us() - job->cpu_start)));
+#if SANDBOXD_BENCH_TRACE
+        TRACE(TR_W_END);
+        json_t *tr = json_array();
+        for (int i = TR_SUP_N; i < TR_N; i++)
+            json_array_append_new(tr, json_integer((json_int_t)trace_t[i]));
+        json_object_set_new(json_object_get(job->end, "stats"), "trace", tr);
+#endif
     }
     /* a long string (a binding, the value) is quoted in one pass */
     text = jp_dump_big(job->end, JP_CHUNK, &len);
@@ -806,6 +815,7 @@ static int run_job(struct job *job, lua_CFunction f)
     lua_pushcfunction(L, f);
     lua_pushlightuserdata(L, job);
     status = lua_pcall(L, 1, 0, 0);
+    TRACE(TR_W_LUA);
     if (status != LUA_OK) {
         /* escaped the job function: a memory error in tool tables or bindings */
         enum luaenv_caught c = luaenv_catch_end(L, status);
@@ -839,6 +849,7 @@ void worker_run(struct luaenv *env, int fd)
 
     read_job(&job, 1);
     apply_limits(&job, 1);
+    TRACE(TR_W_READY);
     if (!job.session) {
         run_job(&job, job_main);
         _exit(WORKER_EXIT_OK);
@@ -850,6 +861,7 @@ void worker_run(struct luaenv *env, int fd)
     for (;;) {
         read_job(&job, 0);
         apply_limits(&job, 0);
+        TRACE(TR_W_READY);
         if (!run_job(&job, session_chunk_main))
             _exit(WORKER_EXIT_OK);
     }
