@@ -121,6 +121,19 @@ test-integration: all
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(O)/sandboxctl \
 	SANDBOXD_SANITIZE=$(SANITIZE) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
 
+# The precision suite (tests/precision): realistic programs measured under
+# stock liblua5.3 by the harness built here (instructions, and the smallest
+# heap cap that completes them; cached in tests/precision/needs.json), each
+# run at twice its needs and at half of each; the verdicts are in
+# build/precision/report.md.
+.PHONY: test-precision
+test-precision: all
+	@mkdir -p $(O)/precision
+	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $(O)/precision/measure tests/precision/measure.c \
+	  tests/precision/charges.c $(LDFLAGS) $(PKG_LIBS) -lm
+	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd PRECISION_MEASURE=$(CURDIR)/$(O)/precision/measure \
+	SANDBOXD_SANITIZE=$(SANITIZE) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/precision
+
 # The Python client (client/python) against the daemon in $(O).
 .PHONY: test-python
 test-python: all
@@ -190,6 +203,7 @@ test: deps
 	$(MAKE) O=build/asan SANITIZE=1 test-elixir
 	$(MAKE) -C bench O=$(CURDIR)/build smoke
 	FUZZ_JOBS=2 tests/fuzz/run.sh 10
+	$(MAKE) O=build test-precision
 
 # The Elixir client and Legion adapter (client/elixir) against the daemon in
 # $(O): ExUnit, offline (the mix project has no dependencies, so no Hex).  A
