@@ -51,7 +51,6 @@ def pytest_terminal_summary(terminalreporter):
     with open(harness.REPORT, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
     terminalreporter.section("precision")
-    for line in lines:
-        if not line.startswith("|"):
-            terminalreporter.write_line(line)
+    for line in [lines[0]] + [l for l in lines[1:] if l and not l.startswith("|")]:
+        terminalreporter.write_line(line)
     terminalreporter.write_line("every program's needs and verdicts: %s" % harness.REPORT)
