@@ -487,7 +487,7 @@ def test_broken_config_at_start(machine, sock):
         assert r.returncode != 0, r
         m.wait_journal(lambda e: "unknown key 'no_such_key'" in e.get("MESSAGE", ""),
                        unit="sandboxd.service", after=cur, what="the reason of the refusal")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while True:
             k = m.show("sandboxd.socket", "ActiveState", "Result")
             if k["ActiveState"] == "failed":
