@@ -168,7 +168,10 @@ def load_needs(programs):
         local.update({n: needs[n] for n, _, _ in missing})
         _write_cache(LOCAL_CACHE, local)
     if os.environ.get("PRECISION_UPDATE") == "1":
-        _write_cache(COMMITTED_CACHE, {n: needs[n] for n, _ in programs})
+        # A selection (PRECISION_ONLY) updates its programs and keeps the rest.
+        keep = committed if os.environ.get("PRECISION_ONLY") else {}
+        keep.update({n: needs[n] for n, _ in programs})
+        _write_cache(COMMITTED_CACHE, keep)
     return needs
 
 

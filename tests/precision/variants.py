@@ -52,6 +52,22 @@ for v in it do sum = sum + v; count = count + 1 end
 return {{sum = sum, count = count}}
 """
 
+SHORT_COROUTINES = """\
+-- {n} items, each through a short-lived coroutine made for it (coroutine.wrap per item).
+local sum, kept = 0, {{}}
+for i = 1, {n} do
+  local step = coroutine.wrap(function(x)
+    local y = coroutine.yield(x * 2)
+    return x + y
+  end)
+  local a = step(i)
+  local b = step(a)
+  sum = sum + b
+  if i % {keep_every} == 0 then kept[#kept + 1] = b end
+end
+return {{sum = sum, kept = #kept}}
+"""
+
 RECORDS = """\
 -- {n} records kept live as small tables, then a summary pass.
 local t = {{}}
@@ -127,6 +143,9 @@ def variants():
                     GENERATOR.format(n=n, mult=mult, keep_every=keep_every)))
     for n, stages in ((5000, 6), (20000, 3)):
         out.append(("gen_pipeline_%dx%d" % (n, stages), PIPELINE.format(n=n, stages=stages)))
+    for n, keep_every in ((20000, 10), (60000, 1000)):
+        out.append(("gen_short_coroutines_%d" % n,
+                    SHORT_COROUTINES.format(n=n, keep_every=keep_every)))
     for n in (40000, 160000):
         out.append(("gen_records_%d" % n, RECORDS.format(n=n)))
     for kib in (64, 256):
