@@ -743,7 +743,7 @@ static void on_result(struct exec *e, const struct exec_evdata *d)
     int want_bindings = e->op == OP_EXECUTE || e->sjob == SJ_SNAPSHOT ||
                         (e->sjob == SJ_CHUNK && e->return_bindings);
 
-    sched_supply_ok(e->sup);        /* this worker did its job */
+    sched_supply_ok(e->sup, e->w);  /* this worker did its job */
     if (json_is_true(json_object_get(d->json, "output_truncated")))
         e->output_truncated = 1;
     if (want_bindings &&
@@ -806,7 +806,7 @@ static void on_error(struct exec *e, const struct exec_evdata *d)
         wproc_violation(e->w, "malformed error frame");
         return;
     }
-    sched_supply_ok(e->sup);        /* this worker did its job */
+    sched_supply_ok(e->sup, e->w);  /* this worker did its job */
     if (json_is_true(json_object_get(d->json, "output_truncated")))
         e->output_truncated = 1;
     if (json_is_integer(line))

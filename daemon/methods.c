@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/conn.h"
 #include "daemon/exec.h"
@@ -722,6 +723,33 @@ static json_t *features_new(void)
     return a;
 }
 
+/* Health (docs/protocol.md, describe): whether workers can be started now,
+ * since when they cannot (UTC, ISO 8601, and for how long), and the
+ * failures in a row behind it. */
+static int health_put(const struct sup *s, json_t *state)
+{
+    double since = sched_supply_down_since(s);
+    json_t *iso = json_null(), *down_ms = json_null();
+
+    if (!sched_supply_up(s)) {
+        time_t secs = (time_t)since;
+        struct tm tm;
+        char buf[40];
+
+        if (gmtime_r(&secs, &tm) && strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm)) {
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), ".%03dZ",
+                     (int)((since - (double)secs) * 1e3));
+            iso = json_string(buf);
+        }
+        down_ms = json_integer((json_int_t)((ev_now(s->loop) - since) * 1e3));
+    }
+    return json_object_set_new(state, "can_start_workers", json_boolean(sched_supply_up(s))) |
+           json_object_set_new(state, "cannot_start_workers_since", iso) |
+           json_object_set_new(state, "cannot_start_workers_ms", down_ms) |
+           json_object_set_new(state, "worker_start_failures",
+                               json_integer((json_int_t)s->supply_fails));
+}
+
 static json_t *describe_new(const struct sup *s)
 {
     json_t *d = json_pack("{s:s,s:s,s:i,s:[sssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o,s:I}}",
@@ -760,7 +788,8 @@ static json_t *describe_new(const struct sup *s)
                             json_integer((json_int_t)s->cfg.session_idle_timeout_ms)) < 0 ||
         json_object_set_new(json_object_get(d, "state"), "sessions",
                             json_integer((json_int_t)s->n_sessions)) < 0 ||
-        json_object_set_new(d, "features", features_new()) < 0) {
+        json_object_set_new(d, "features", features_new()) < 0 ||
+        health_put(s, json_object_get(d, "state")) < 0) {
         json_decref(d);
         return NULL;
     }
@@ -779,6 +808,9 @@ static json_t *metrics_new(const struct sup *s)
         .connections = s->n_conns,
         .sessions = s->n_sessions,
         .input_buffer_bytes = s->input_bytes,
+        .can_start_workers = sched_supply_up(s),
+        .cannot_start_since = sched_supply_down_since(s),
+        .start_failures = s->supply_fails,
     };
     const struct list_head *pos;
     char *text;

@@ -188,6 +188,15 @@ char *metrics_render(const struct metrics_now *now)
            "Bytes allocated for unfinished client messages.", now->input_buffer_bytes);
     scalar(&t, "sandboxd_output_buffer_bytes", "gauge",
            "Bytes allocated for answers not yet written to clients.", now->output_buffer_bytes);
+    scalar(&t, "sandboxd_can_start_workers", "gauge",
+           "1 while worker processes can be started, 0 from the third failure in a row.",
+           now->can_start_workers ? 1 : 0);
+    family(&t, "sandboxd_cannot_start_workers_since_seconds", "gauge",
+           "Unix time of the first of the failures that stopped worker starts; 0 while they can.");
+    put(&t, "sandboxd_cannot_start_workers_since_seconds %.3f\n",
+        now->can_start_workers ? 0. : now->cannot_start_since);
+    scalar(&t, "sandboxd_worker_start_failures", "gauge",
+           "Failures to get a worker in a row (0 since the last success).", now->start_failures);
     scalar(&t, "sandboxd_zygote_restarts_total", "counter",
            "Times the zygote died and was started again.", reg.zygote_restarts);
     scalar(&t, "sandboxd_refused_peers_total", "counter",

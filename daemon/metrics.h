@@ -50,6 +50,9 @@ struct metrics_now {
     unsigned sessions;            /* open sessions */
     size_t   input_buffer_bytes;  /* allocated for unfinished client messages */
     size_t   output_buffer_bytes; /* allocated for answers not yet written */
+    int      can_start_workers;   /* health: the worker supply is up */
+    double   cannot_start_since;  /* Unix time it went down (its first failure); 0: up */
+    unsigned start_failures;      /* failures to get a worker in a row */
 };
 
 char *metrics_render(const struct metrics_now *now);

@@ -183,8 +183,35 @@ static void pool_discard(struct sup *s, struct wproc *w, const char *why)
     wproc_kill(w);
 }
 
+/* Can worker w say whether workers can be started now?  Not if it was
+ * handed over before the zygote last died or failed to start: it outlives
+ * that zygote and says nothing about the next one (the pool would end
+ * every streak while no zygote runs).  Any other failure (a spawn the
+ * zygote failed, a hand-over lost for want of a descriptor, a worker dead
+ * in its set-up or in the pool) is about one attempt, which any worker
+ * that lives through its set-up or does its job answers. */
+static int fresh(const struct sup *s, const struct wproc *w)
+{
+#if defined(MUTATE_SUPPLY_FRESH)
+    return 1;       /* mutant: any live pooled worker ends a streak */
+#endif
+    return w->born > s->zygote_failed_at;
+}
+
+static int fresh_in_pool(const struct sup *s)
+{
+    const struct list_head *pos;
+
+    for (pos = s->idle.next; pos != &s->idle; pos = pos->next)
+        if (fresh(s, list_entry(pos, struct wproc, pool_node)))
+            return 1;
+    return 0;
+}
+
 /* Every POOL_CHECK_INTERVAL while the pool holds workers: a stopped or
- * dead one is found within that time even when no job comes. */
+ * dead one is found within that time even when no job comes, and a fresh
+ * one alive SUPPLY_PROVEN_S after its hand-over (through its set-up) ends
+ * a streak of failures. */
 static void pool_check_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
     struct sup *s = t->data;
@@ -197,8 +224,8 @@ static void pool_check_cb(struct ev_loop *loop, ev_timer *t, int revents)
         if (!worker_usable(w)) {
             pool_discard(s, w, "is stopped or dead");
             replaced = 1;
-        } else {
-            sched_supply_ok(s);     /* it lived through its set-up */
+        } else if (s->supply_fails > 0 && ev_now(loop) - w->born >= SUPPLY_PROVEN_S) {
+            sched_supply_ok(s, w);  /* it lived through its set-up */
         }
     }
     if (list_empty(&s->idle))
@@ -223,6 +250,8 @@ static double supply_backoff(unsigned n)
     return d < SUPPLY_BACKOFF_MAX ? d : SUPPLY_BACKOFF_MAX;
 }
 
+/* The attempt the back-off held: start the zygote if there is none, then
+ * ask for what is missing (sched_pump). */
 static void supply_timer_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
     struct sup *s = t->data;
@@ -237,10 +266,27 @@ static void supply_timer_cb(struct ev_loop *loop, ev_timer *t, int revents)
     sched_pump(s);
 }
 
+static void supply_arm(struct sup *s, double delay)
+{
+    ev_timer_stop(s->loop, &s->supply_timer);
+    ev_timer_set(&s->supply_timer, delay > 0 ? delay : 0., 0.);
+    ev_timer_start(s->loop, &s->supply_timer);
+}
+
 /* Workers cannot be had now: the answer for executions that wait for one. */
 static int supply_down(const struct sup *s)
 {
     return s->supply_fails >= SUPPLY_FAIL_LIMIT;
+}
+
+int sched_supply_up(const struct sup *s)
+{
+    return !supply_down(s);
+}
+
+double sched_supply_down_since(const struct sup *s)
+{
+    return supply_down(s) ? s->supply_since : 0.;
 }
 
 static void fail_waiting(struct sup *s)
@@ -261,8 +307,12 @@ void sched_supply_failed(struct sup *s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(s->supply_why, sizeof s->supply_why, fmt, ap);
     va_end(ap);
+    if (s->supply_fails == 0)
+        s->supply_since = ev_now(s->loop);
     if (s->supply_fails < UINT_MAX)
         s->supply_fails++;
+    if (s->zygote_pid <= 0)
+        s->zygote_failed_at = ev_now(s->loop);
     delay = supply_backoff(s->supply_fails);
 #if defined(MUTATE_SUPPLY_BACKOFF)
     delay = 0;      /* test-only mutant (tests/mutation): retry at once, forever */
@@ -283,20 +333,27 @@ void sched_supply_failed(struct sup *s, const char *fmt, ...)
         fail_waiting(s);
     if (s->stopping)
         return;
-    ev_timer_stop(s->loop, &s->supply_timer);
-    ev_timer_set(&s->supply_timer, delay, 0.);
-    ev_timer_start(s->loop, &s->supply_timer);
+    supply_arm(s, delay);
 }
 
-void sched_supply_ok(struct sup *s)
+void sched_supply_ok(struct sup *s, const struct wproc *w)
 {
-    if (s->supply_fails == 0)
+    if (s->supply_fails == 0 || !w || !fresh(s, w))
         return;
     if (supply_down(s))     /* executions were being refused: say it ended */
         log_notice("workers start again (after %u failures in a row)", s->supply_fails);
     s->supply_fails = 0;
     s->supply_hold = 0;
-    ev_timer_stop(s->loop, &s->supply_timer);
+    /* What the back-off held is due now, not cancelled: a zygote that died
+     * during the hold is started by this timer and nothing else, and the
+     * pool waits for it to refill (run from the loop: the caller may be
+     * walking the pool). */
+#if defined(MUTATE_SUPPLY_RESUME)
+    ev_timer_stop(s->loop, &s->supply_timer);   /* mutant: the held restart is lost */
+#else
+    if (!s->stopping)
+        supply_arm(s, 0.);
+#endif
 }
 
 void sched_init(struct sup *s)
@@ -328,10 +385,40 @@ static void spawn(struct sup *s, unsigned n)
     }
 }
 
+/* While failures are not yet disproved and no pooled worker can (fresh),
+ * one more worker probes the supply (pool_check_cb), even when no
+ * execution and no pool place wants one: otherwise an idle daemon, whose
+ * pool outlived the zygote, would say forever that workers cannot be
+ * started.  Where every process is taken, the oldest pooled worker makes
+ * room. */
+static void probe(struct sup *s)
+{
+#if defined(MUTATE_SUPPLY_PROBE)
+    return;         /* mutant: an idle daemon never finds out that workers start again */
+#endif
+    if (s->supply_fails == 0 || s->pending > 0 || ev_now(s->loop) < s->supply_hold ||
+        fresh_in_pool(s))
+        return;
+    if (s->procs < worker_bound(s)) {
+        spawn(s, 1);
+    } else if (s->n_killed == 0 && !list_empty(&s->idle)) {   /* else a reap comes */
+        struct wproc *w = list_first(&s->idle, struct wproc, pool_node);
+        list_del(&w->pool_node);
+        sup_count_down(&s->n_idle, "n_idle");
+        wproc_kill(w);
+    }
+}
+
 void sched_pump(struct sup *s)
 {
-    unsigned spare, have;
+    unsigned spare, have, keep;
 
+    /* A zygote runs, or its start is due: after a death during the
+     * back-off, the supply timer is what starts it. */
+#if !defined(MUTATE_SUPPLY_RESUME)
+    if (!s->stopping && s->zygote_pid <= 0 && !ev_is_active(&s->supply_timer))
+        supply_arm(s, s->supply_hold - ev_now(s->loop));
+#endif
     for (;;) {
         /* hand idle workers to executions that wait for one */
         while (!list_empty(&s->starting) && !list_empty(&s->idle)) {
@@ -357,8 +444,10 @@ void sched_pump(struct sup *s)
     if (s->n_starting > s->pending)
         spawn(s, s->n_starting - s->pending);
     /* workers nobody waits for any more (their execution was cancelled, or
-     * pool_size shrank on reload) are not kept beyond the pool size */
-    while (s->n_idle > (s->stopping ? 0 : s->cfg.pool_size) && list_empty(&s->starting)) {
+     * pool_size shrank on reload) are not kept beyond the pool size, and
+     * the probe's one more */
+    keep = s->stopping ? 0 : s->cfg.pool_size + (s->supply_fails > 0);
+    while (s->n_idle > keep && list_empty(&s->starting)) {
         struct wproc *w = list_first(&s->idle, struct wproc, pool_node);
         list_del(&w->pool_node);
         sup_count_down(&s->n_idle, "n_idle");
@@ -371,6 +460,7 @@ void sched_pump(struct sup *s)
     have = s->n_idle + spare;
     if (have < s->cfg.pool_size)
         spawn(s, s->cfg.pool_size - have);
+    probe(s);
 }
 
 void sched_submit(struct exec *e)
@@ -382,7 +472,9 @@ void sched_submit(struct exec *e)
         exec_refuse(e, "cancelled", NULL, "the daemon is shutting down");
         return;
     }
-    if (supply_down(s) && retry > 0) {  /* until the next attempt, at once */
+    /* until the next attempt, at once, unless a pooled or pending worker
+     * is there for it */
+    if (supply_down(s) && retry > 0 && s->n_idle + s->pending <= s->n_starting) {
         exec_no_worker(e, s->supply_why, retry);
         return;
     }

@@ -11,7 +11,8 @@
  *    holds none) and max_queue more wait; the next one is busy.
  *  - Live worker processes plus unanswered spawn requests never exceed
  *    max_workers; the warm pool is refilled up to pool_size after each
- *    change, never ahead of executions that wait for a worker.
+ *    change, never ahead of executions that wait for a worker, and when a
+ *    back-off ends, without waiting for demand.
  *  - sched_pump() is idempotent: call it after anything that frees or
  *    delivers a worker.
  *  - A pooled worker is handed a job only if it is alive and not stopped
@@ -41,16 +42,33 @@ void sched_reap(struct sup *s);
  * the zygote's restart) for a back-off that doubles with each failure in a
  * row (0, then 50 ms ... SUPPLY_BACKOFF_MAX); it keeps retrying.  From
  * SUPPLY_FAIL_LIMIT failures in a row, executions waiting for a worker that
- * none pending can serve, and new ones until the next attempt, are answered
- * internal_error (exec_no_worker).  A worker that sends the end frame of its
- * job, or is found alive in the pool by the periodic check, ends the streak
- * (sched_supply_ok); one that dies on its own before a job (pooled, or in
- * its set-up) is a failure. */
+ * none pooled or pending can serve, and new ones until the next attempt,
+ * are answered internal_error (exec_no_worker), unless a pooled or pending
+ * worker is there for them.  A worker ends the streak (sched_supply_ok)
+ * when it sends the end frame of its job or is found alive in the pool
+ * SUPPLY_PROVEN_S after its hand-over, unless it was handed over before
+ * the zygote last died or failed to start (it says nothing about the next
+ * zygote).  One that dies on its own before a job (pooled, or in its
+ * set-up) is a failure.  While a streak lasts, one such
+ * worker is asked for even when no execution or pool place wants it (a
+ * probe), so an idle daemon finds out that workers start again.
+ * Whatever happens to the streak, a zygote that is not running is started
+ * when the back-off ends: its start is never dropped. */
 void sched_supply_failed(struct sup *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* A worker did its job (sent its end frame): the supply works again. */
-void sched_supply_ok(struct sup *s);
+/* Worker w did its job (sent its end frame), or lived through its set-up
+ * in the pool: unless it is older than the zygote's last failure, the
+ * supply works again, and what the back-off held (a zygote's start, the
+ * pool's refill) is done now. */
+struct wproc;
+void sched_supply_ok(struct sup *s, const struct wproc *w);
+
+/* Health: whether workers can be started now (fewer than
+ * SUPPLY_FAIL_LIMIT failures in a row), and since when they cannot (the
+ * time, ev_now, of the first failure of the streak; 0 while they can). */
+int    sched_supply_up(const struct sup *s);
+double sched_supply_down_since(const struct sup *s);
 
 /* How long a worker waiting for a tool answer may look at its channel
  * before it sleeps, in microseconds: the configured tool_spin_us while the
@@ -63,5 +81,6 @@ unsigned sched_spin_hint(const struct sup *s);
 #define SUPPLY_BACKOFF_MIN  0.05    /* s */
 #define SUPPLY_BACKOFF_MAX  5.0     /* s */
 #define POOL_CHECK_INTERVAL 1.0     /* s: a stopped pooled worker is found within this */
+#define SUPPLY_PROVEN_S     0.5     /* s: a fresh pooled worker alive this long ends a streak */
 
 #endif

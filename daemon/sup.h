@@ -63,6 +63,9 @@ struct sup {
     /* the supply of workers (sched.c, sched_supply_failed) */
     unsigned supply_fails;        /* failures to get a worker in a row; 0: healthy */
     ev_tstamp supply_hold;        /* no spawn request (or zygote start) before this */
+    ev_tstamp supply_since;       /* the first failure of the streak (health) */
+    ev_tstamp zygote_failed_at;   /* the last failure while no zygote ran: only a
+                                   * worker handed over after it proves the supply */
     ev_timer supply_timer;        /* fires at supply_hold */
     char     supply_why[160];     /* the last failure, for logs and answers */
     ev_tstamp supply_logged;      /* when a failure was last logged */

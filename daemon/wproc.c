@@ -66,6 +66,7 @@ struct wproc *wproc_new(struct sup *s, pid_t pid, int fd)
         return NULL;
     w->sup = s;
     w->pid = pid;
+    w->born = ev_now(s->loop);
     w->fd = fd;
     chan_reader_init(&w->rd, max_frame(s, &s->cfg.ceilings), 1);
     list_init(&w->pool_node);

@@ -35,6 +35,7 @@ struct wproc {
     struct list_head node;      /* in sup->workers until reaped */
     struct list_head pool_node; /* in sup->idle while pooled */
     pid_t  pid;
+    ev_tstamp born;             /* when its hand-over was read */
     int    fd;                  /* channel, non-blocking; -1 once closed */
     ev_io  rio, wio;
     struct chan_reader rd;

@@ -19,7 +19,8 @@
  *  - zygote_died() is called by the reaper; it takes the hand-overs already
  *    sent, forgets unanswered requests, and counts a failure of the worker
  *    supply (sched_supply_failed): the first death in a row is restarted at
- *    once, later ones after the supply back-off, which keeps retrying.
+ *    once, later ones when the supply back-off ends (the supply timer,
+ *    which sched_pump keeps armed while no zygote runs), retrying forever.
  *  - A zygote that answers no spawn request for ZYGOTE_STALL_S (stopped or
  *    stuck) is killed, and so restarted.
  *  - zygote_stop() ends it (closing the socket is enough; it is also killed).

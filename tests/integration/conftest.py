@@ -141,6 +141,16 @@ def read_proc_stat(pid):
     return comm, rest[0], int(rest[1]), int(rest[11]) + int(rest[12])
 
 
+def session_of(pid):
+    """The session id of pid, or None if it is gone."""
+    try:
+        with open("/proc/%s/stat" % pid, "rb") as f:
+            data = f.read().decode("utf-8", "replace")
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return int(data[data.rfind(")") + 2:].split()[3])
+
+
 def children_of(ppid):
     """[(pid, comm, state, cpu_ticks)] of the live children of ppid."""
     out = []
@@ -330,7 +340,10 @@ class Daemon:
         return [c[0] for c in self.workers()]
 
     def zygotes(self):
-        return [c for c in self.children() if c[1] == "sandboxd-zygote"]
+        """The zygote: named so, and the leader of its own session (a worker
+        it has just forked bears its name until the worker renames itself,
+        but stays in the zygote's session)."""
+        return [c for c in self.children() if c[1] == "sandboxd-zygote" and session_of(c[0]) == c[0]]
 
     def wait_for_workers(self, n=1, timeout=5.0 * SCALE):
         """Wait until at least n workers exist; return their pids."""
