@@ -253,12 +253,44 @@ static void teardown(struct sup *s)
     ev_loop_destroy(s->loop);
 }
 
-/* The systemd watchdog (WatchdogSec=): WATCHDOG=1 from the loop
- * itself, so a stuck loop stops the pings. */
+/* The systemd watchdog (WatchdogSec=): WATCHDOG=1 every half interval
+ * from the loop itself, so a stuck loop stops the pings, and only while
+ * workers can be started (sched_supply_up), so systemd restarts a daemon
+ * that answers ping but cannot run a chunk.  While they cannot, the health
+ * is looked at again every WATCHDOG_RECHECK_S at most, so the first ping
+ * after it heals is not a whole interval late. */
+#define WATCHDOG_RECHECK_S 1.0
+
+struct watchdog {
+    ev_timer    timer;
+    struct sup *s;
+    double      interval;       /* s: half of WATCHDOG_USEC */
+    int         withheld;       /* the last look found the daemon unable to serve */
+};
+
 static void watchdog_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
-    (void)loop; (void)t; (void)revents;
-    notify_send("WATCHDOG=1");
+    struct watchdog *wd = t->data;
+    (void)revents;
+
+#if defined(MUTATE_WATCHDOG_HEALTH)
+    if (1) {                    /* mutant: pings whether or not workers can be started */
+#else
+    if (sched_supply_up(wd->s)) {
+#endif
+        if (wd->withheld)
+            log_notice("workers can be started again: WATCHDOG=1 resumes");
+        notify_send("WATCHDOG=1");
+        wd->withheld = 0;
+        t->repeat = wd->interval;
+    } else {
+        if (!wd->withheld)
+            log_err("workers cannot be started: WATCHDOG=1 withheld until they can (systemd "
+                    "restarts the daemon after WatchdogSec without one)");
+        wd->withheld = 1;
+        t->repeat = wd->interval < WATCHDOG_RECHECK_S ? wd->interval : WATCHDOG_RECHECK_S;
+    }
+    ev_timer_again(loop, t);
 }
 
 /* Each client connection and each worker channel is a descriptor: take the
@@ -305,7 +337,7 @@ int main(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     struct sup sup = { 0 }, *s = &sup;
-    ev_timer watchdog;          /* lives as long as the loop runs */
+    struct watchdog watchdog;   /* lives as long as the loop runs */
     unsigned long long wd_usec;
     int ch, check_only = 0;
 
@@ -371,14 +403,19 @@ int main(int argc, char **argv)
     sched_pump(s);              /* fill the warm pool */
     notify_send("READY=1");
     if ((wd_usec = notify_watchdog_usec()) > 0) {       /* ping at half the interval */
-        ev_timer_init(&watchdog, watchdog_cb, 0., (double)wd_usec / 2e6);
-        ev_timer_again(s->loop, &watchdog);
+        watchdog.s = s;
+        watchdog.interval = (double)wd_usec / 2e6;
+        watchdog.withheld = 0;
+        ev_timer_init(&watchdog.timer, watchdog_cb, 0., watchdog.interval);
+        watchdog.timer.data = &watchdog;
+        ev_timer_again(s->loop, &watchdog.timer);
         notify_send("WATCHDOG=1");
-        log_info("systemd watchdog: WATCHDOG=1 every %.3f s", (double)wd_usec / 2e6);
+        log_info("systemd watchdog: WATCHDOG=1 every %.3f s while workers can be started",
+                 watchdog.interval);
     }
     ev_run(s->loop, 0);
     if (wd_usec > 0)
-        ev_timer_stop(s->loop, &watchdog);
+        ev_timer_stop(s->loop, &watchdog.timer);
     teardown(s);
     log_notice("stopped");
     return 0;

@@ -373,6 +373,81 @@ def _drain(sock):
     return out
 
 
+def scrape_health(c):
+    """(describe.state's health fields, the health metrics by name)."""
+    st = c.call("describe").result["state"]
+    text = c.call("metrics").result["text"]
+    metrics = {}
+    for line in text.splitlines():
+        name = line.split(" ")[0]
+        if name in ("sandboxd_can_start_workers", "sandboxd_cannot_start_workers_since_seconds",
+                    "sandboxd_worker_start_failures"):
+            metrics[name] = float(line.split(" ")[1])
+    return {k: st[k] for k in ("can_start_workers", "cannot_start_workers_since",
+                               "cannot_start_workers_ms", "worker_start_failures")}, metrics
+
+
+def test_watchdog_only_while_workers_can_be_started(daemon_factory, notify_socket):
+    """WATCHDOG=1 comes every WATCHDOG_USEC/2 while workers can be started;
+    while every zygote is killed as it starts, describe and metrics say
+    since when they cannot and the pings stop (systemd would restart the
+    daemon after WatchdogSec); once a zygote lives, they resume."""
+    n = notify_socket(watchdog_usec=200000)
+    d = daemon_factory(daemon={"pool_size": 1})
+    c = d.client()
+    n.expect("READY=1")
+    for _ in range(5):                          # every 0.1 s
+        n.expect("WATCHDOG=1", timeout=2)
+    health, metrics = scrape_health(c)
+    assert health == {"can_start_workers": True, "cannot_start_workers_since": None,
+                      "cannot_start_workers_ms": None, "worker_start_failures": 0}, health
+    assert metrics == {"sandboxd_can_start_workers": 1,
+                       "sandboxd_cannot_start_workers_since_seconds": 0,
+                       "sandboxd_worker_start_failures": 0}, metrics
+
+    def kill_zygotes():
+        for pid, _, state, _ in d.zygotes():
+            if state != "Z":
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+    t_down = time.time()
+    deadline = time.monotonic() + 10 * SCALE
+    while True:                                 # the third failure in a row
+        kill_zygotes()
+        health, metrics = scrape_health(c)
+        if not health["can_start_workers"]:
+            break
+        assert time.monotonic() < deadline, d.stderr[-2000:]
+        time.sleep(0.005)
+    assert health["worker_start_failures"] >= 3, health
+    since = health["cannot_start_workers_since"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", since), health
+    assert t_down - 2 <= metrics["sandboxd_cannot_start_workers_since_seconds"] <= time.time()
+    assert metrics["sandboxd_can_start_workers"] == 0, metrics
+    assert 0 <= health["cannot_start_workers_ms"] < 10000 * SCALE, health
+    time.sleep(0.15)                            # a ping already under way
+    _drain(n.sock)
+    quiet = time.monotonic() + 1.5
+    while time.monotonic() < quiet:             # still down: not one ping
+        kill_zygotes()
+        assert not [m for m in _drain(n.sock) if m == b"WATCHDOG=1"], d.stderr[-2000:]
+        time.sleep(0.005)
+    later, _ = scrape_health(c)
+    assert not later["can_start_workers"] and later["cannot_start_workers_since"] == since, later
+    assert later["cannot_start_workers_ms"] >= 1500, later
+    d.wait_log("WATCHDOG=1 withheld")
+    # left alone, the zygote comes back after the back-off; the pings resume
+    n.messages.clear()
+    n.expect("WATCHDOG=1", timeout=15)
+    health, metrics = scrape_health(c)
+    assert health["can_start_workers"] and health["cannot_start_workers_since"] is None, health
+    assert metrics["sandboxd_can_start_workers"] == 1, metrics
+    n.expect("WATCHDOG=1", timeout=2)
+    assert c.value("return 'back'") == "back"
+
+
 def test_socket_activation_with_systemd_socket_activate(tmp_path, notify_socket):
     tool = shutil.which("systemd-socket-activate")
     if not tool:
