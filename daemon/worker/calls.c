@@ -372,11 +372,8 @@ static void resume_branch(lua_State *L, struct branch *b, int i)
     lua_State *co = b->co;
     int status;
 
-#if !defined(MUTATE_PARALLEL_BILLING)
-    luaenv_charge_resume(L);            /* as coroutine.resume: raises when spent */
-#endif
+    luaenv_arm(L, co);                  /* as coroutine.resume: may raise */
     b->state = BR_RUN;
-    luaenv_arm(co);
     status = lua_resume(co, L, 0);
     if (status == LUA_YIELD) {
         if (b->state == BR_RUN) {       /* not a tool call: a yield of its own */
@@ -436,6 +433,9 @@ static int parallel_fn(lua_State *L)
         b->live = 1;
         lua_pushvalue(L, i);
         lua_xmove(L, co, 1);
+#if !defined(MUTATE_PARALLEL_PREPAY)
+        luaenv_arm_new(L, co);          /* as coroutine.create: its first period paid */
+#endif
         lua_pushvalue(L, TH(n, i));
         lua_pushvalue(L, UD(n, i));
         lua_rawset(L, n + 1);

@@ -14,9 +14,10 @@
  * parallel() resumes) sends its call and yields to parallel()'s scheduler,
  * so the other branches run and send theirs; anywhere else (and where the
  * branch cannot yield, e.g. under a C function without a continuation) it
- * blocks until its own answer is there.  Every resume of a branch is billed
- * like coroutine.resume (luaenv_charge_resume); a fatal limit inside a branch
- * is rethrown by parallel(), so no limit is lifted inside it.
+ * blocks until its own answer is there.  Every branch is armed like a
+ * coroutine.create'd one (luaenv_arm_new: billed the instructions it runs,
+ * its first period paid when it is made); a fatal limit inside a branch is
+ * rethrown by parallel(), so no limit is lifted inside it.
  *
  * A broken channel, or an answer for a call that is not outstanding, ends
  * the process with WORKER_EXIT_PROTO (the supervisor reports it).

@@ -283,17 +283,34 @@ static void push_fatal_message(lua_State *L, int kind)
 }
 
 /*
- * The count hook.  Charges one period per call; once a limit is exhausted
- * (or any fatal flag is set) it re-arms itself with count 1 on this thread
- * and raises, so every further instruction raises again.
+ * The count hook.  Each thread keeps its own countdown, and a coroutine's
+ * runs on across its resumes, so the hook sees every instruction of a
+ * thread that runs on.  What it would miss is the instructions a coroutine
+ * runs after its last hook call before it ends (or is left suspended), so a
+ * coroutine pays its periods when they begin: COROUTINE_FIRST instructions
+ * when it is made (luaenv_arm_new), then at each hook call the next period,
+ * twice the last, up to hook_period.  It is billed at least the
+ * instructions it runs, less than twice them plus COROUTINE_FIRST, and at
+ * most one hook_period more.  The main thread pays each period when it
+ * ends (at most one period of it goes unbilled, at the end of the chunk).
+ * Once a limit is exhausted (or any fatal flag is set) the hook re-arms
+ * itself with count 1 on this thread and raises, so every further
+ * instruction raises again.
  */
+#define COROUTINE_FIRST 4
+
 static void count_hook(lua_State *L, lua_Debug *ar)
 {
     struct luaenv *e = luaenv_from(L);
 
     (void)ar;
     if (e->fatal == LUAENV_FATAL_NONE && e->hook_period > 0) {
-        e->reductions += (uint64_t)e->hook_period;
+        int period = lua_gethookcount(L);
+        if (L != e->L && period < e->hook_period) {
+            period = period <= e->hook_period / 2 ? 2 * period : e->hook_period;
+            lua_sethook(L, count_hook, LUA_MASKCOUNT, period);
+        }
+        e->reductions += (uint64_t)period;
         if (e->max_reductions != 0 && e->reductions > e->max_reductions)
             e->fatal = LUAENV_FATAL_REDUCTIONS;
         else if (e->cpu_us != 0 && ++e->hook_ticks % CPU_EVERY == 0 && cpu_now_us() > e->cpu_us)
@@ -308,26 +325,34 @@ static void count_hook(lua_State *L, lua_Debug *ar)
     lua_error(L);
 }
 
-/*
- * Charge one hook period for entering a coroutine.  Each thread keeps its
- * own hook countdown, so a coroutine that runs fewer instructions than the
- * period before it yields or dies would never be charged; billing every
- * resume bounds that undercount to the budget itself.  Raises the fatal
- * reductions limit when the budget is spent.  No effect without a budget.
- */
-void luaenv_charge_resume(lua_State *L)
+/* Arm co as a new coroutine: its first period, paid now (raises when that
+ * spends the budget).  L is the running thread. */
+static void arm_new(lua_State *L, lua_State *co)
 {
     struct luaenv *e = luaenv_from(L);
+    int first = e->hook_period < COROUTINE_FIRST ? e->hook_period : COROUTINE_FIRST;
 
-    if (e->hook_period == 0 || e->fatal != LUAENV_FATAL_NONE)
+    if (e->hook_period == 0) {
+        lua_sethook(co, NULL, 0, 0);
         return;
-    e->reductions += (uint64_t)e->hook_period;
-    if (e->max_reductions != 0 && e->reductions > e->max_reductions) {
-        e->fatal = LUAENV_FATAL_REDUCTIONS;
-        lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
-        push_fatal_message(L, e->fatal);
-        lua_error(L);
     }
+    if (e->fatal != LUAENV_FATAL_NONE) {
+        lua_sethook(co, count_hook, LUA_MASKCOUNT, 1);
+        return;
+    }
+    lua_sethook(co, count_hook, LUA_MASKCOUNT, first);
+    bill(e, (uint64_t)first);
+    luaenv_check(L);
+}
+
+void luaenv_arm_new(lua_State *L, lua_State *co)
+{
+#if defined(MUTATE_COROUTINE_PREPAY)
+    (void)L;                            /* mutant: a coroutine keeps its maker's countdown */
+    (void)co;
+    return;
+#endif
+    arm_new(L, co);
 }
 
 void luaenv_collect(lua_State *L)
@@ -351,23 +376,33 @@ void luaenv_check(lua_State *L)
 }
 
 /*
- * Give thread co the count hook the state runs under now.  A coroutine keeps
- * the hook it was created with, and in a session it may have been created by
- * an earlier chunk under other limits (or none): without this, resuming it
- * would run the instructions of this chunk unbilled.
+ * Give thread co the count hook the state runs under now, unless it has it
+ * already: then its countdown, and the period it paid for, run on.  A
+ * coroutine may come from an earlier session chunk under other limits (or
+ * none): without this, resuming it would run the instructions of this
+ * chunk unbilled; it is armed as a new one.
  */
-void luaenv_arm(lua_State *co)
+void luaenv_arm(lua_State *L, lua_State *co)
 {
     struct luaenv *e = luaenv_from(co);
 
 #if defined(MUTATE_SESSION_REARM)
+    (void)L;
     return;                             /* mutant: coroutines keep their old hook */
 #endif
-    if (e->hook_period == 0)
-        lua_sethook(co, NULL, 0, 0);
-    else
-        lua_sethook(co, count_hook, LUA_MASKCOUNT,
-                    e->fatal != LUAENV_FATAL_NONE ? 1 : e->hook_period);
+    if (e->hook_period == 0) {
+        if (lua_gethook(co) != NULL)
+            lua_sethook(co, NULL, 0, 0);
+        return;
+    }
+    if (e->fatal != LUAENV_FATAL_NONE) {
+        lua_sethook(co, count_hook, LUA_MASKCOUNT, 1);
+        return;
+    }
+    if (lua_gethook(co) == count_hook && lua_gethookmask(co) == LUA_MASKCOUNT
+        && lua_gethookcount(co) <= e->hook_period)
+        return;
+    arm_new(L, co);
 }
 
 /*

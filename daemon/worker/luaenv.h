@@ -45,8 +45,11 @@
  *             at start-up); at the next protected boundary the "not enough
  *             memory" error becomes the catchable "resulting string too large".
  *   reductions  a count hook (period 1000, charged per period), installed
- *             only when a budget (or a CPU budget) is set; coroutines
- *             created afterwards inherit it.
+ *             only when a budget (or a CPU budget) is set; a new coroutine
+ *             starts on a short period paid up front, doubling up to 1000,
+ *             each paid as it begins (luaenv.c), and keeps its countdown
+ *             across resumes: a coroutine is billed the instructions it
+ *             runs (never fewer, at most twice plus 4).
  *   GC        with a heap cap the collector never idles (pause 100), and
  *             string.rep / table.concat run a full collection first when
  *             their result would not fit: luaL_Buffer growth gets no
@@ -200,12 +203,15 @@ enum luaenv_caught luaenv_catch_end(lua_State *L, int status);
 /* Raise again while fatal: re-arm the hook with count 1 on L and lua_error
  * with the value on top.  Does not return. */
 int luaenv_rethrow(lua_State *L);
-/* Bill one hook period for a coroutine resume (raises when the budget is
- * spent); see luaenv.c. */
-void luaenv_charge_resume(lua_State *L);
-/* Before resuming thread co: give it the count hook of the current limits
- * (a coroutine may come from an earlier session chunk). */
-void luaenv_arm(lua_State *co);
+/* A coroutine was just made (coroutine.create, wrap, a parallel branch):
+ * give it the count hook with its first, short period, paid now (raises
+ * when that spends the budget).  L is the running thread.  See luaenv.c. */
+void luaenv_arm_new(lua_State *L, lua_State *co);
+/* Before resuming thread co from L: give it the count hook of the current
+ * limits if it has another (a coroutine may come from an earlier session
+ * chunk), as a new coroutine; a coroutine that has it keeps its countdown.
+ * May raise as luaenv_arm_new(). */
+void luaenv_arm(lua_State *L, lua_State *co);
 
 /* Bill the core's unwinding of a caught error at a deep stack (see
  * luaenv.c); call where an error was caught, before luaenv_catch(), which

@@ -121,10 +121,7 @@ static int resume(lua_State *L, lua_State *co, int narg)
         lua_pushliteral(L, "cannot resume dead coroutine");
         return -1;
     }
-#if !defined(MUTATE_RESUME_BILLING)
-    luaenv_charge_resume(L);
-#endif
-    luaenv_arm(co);
+    luaenv_arm(L, co);
     lua_xmove(L, co, narg);
     status = lua_resume(co, L, narg);
     if (status == LUA_OK || status == LUA_YIELD) {
@@ -183,7 +180,9 @@ static int wrap_call(lua_State *L)
     return r;
 }
 
-static int sb_wrap(lua_State *L)
+/* coroutine.create as stock Lua's, with the new thread armed
+ * (luaenv_arm_new: its first period of the count hook, paid now). */
+static int sb_create(lua_State *L)
 {
     lua_State *co;
 
@@ -191,6 +190,13 @@ static int sb_wrap(lua_State *L)
     co = lua_newthread(L);
     lua_pushvalue(L, 1);
     lua_xmove(L, co, 1);
+    luaenv_arm_new(L, co);
+    return 1;
+}
+
+static int sb_wrap(lua_State *L)
+{
+    sb_create(L);
     lua_pushcclosure(L, wrap_call, 1);
     return 1;
 }
@@ -566,6 +572,8 @@ int luaenv_openlib(lua_State *L)
 #endif
 
     lua_getfield(L, g, LUA_COLIBNAME);
+    lua_pushcfunction(L, sb_create);
+    lua_setfield(L, -2, "create");
     lua_pushcfunction(L, sb_resume);
     lua_setfield(L, -2, "resume");
     lua_pushcfunction(L, sb_wrap);

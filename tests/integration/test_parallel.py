@@ -173,13 +173,27 @@ def test_reductions_billed_inside_branches(client):
                         kind="reductions_limit", limits={"max_reductions": 100000})
 
 
-def test_short_branches_billed_per_resume(client):
-    # each branch runs a few instructions between its tool calls: the hook
-    # alone would never count them; every resume is billed a hook period
-    r = client.exec_err("local fs = {} for k = 1, 50 do fs[k] = function() for j = 1, 40 do T.f(j) end end end "
-                        "pcall(parallel, table.unpack(fs)) return 'escaped'",
-                        kind="reductions_limit", tools=[T], limits={"max_reductions": 200000},
-                        handlers={"T.f": lambda a: 0})
+def test_branch_instructions_billed(client):
+    # each branch runs a few dozen instructions between its tool calls:
+    # every one is billed (a branch's countdown runs on across its resumes
+    # and it pays each period as it begins), so 80,000 of them do not fit
+    # in 50,000, and fit in 200,000
+    code = ("local fs = {} for k = 1, 50 do fs[k] = function() "
+            "for j = 1, 40 do for i = 1, 30 do end T.f(j) end end end "
+            "pcall(parallel, table.unpack(fs)) return 'done'")
+    client.exec_err(code, kind="reductions_limit", tools=[T], limits={"max_reductions": 50000},
+                    handlers={"T.f": lambda a: 0})
+    r = client.exec_ok(code, tools=[T], limits={"max_reductions": 200000},
+                       handlers={"T.f": lambda a: 0})
+    assert 70000 <= r["stats"]["reductions"] <= 200000, r
+
+
+def test_short_branches_neighbour(client):
+    # the neighbour of 102-parallel-short-branches-billing: 500 branches of
+    # about 104 instructions each fit in the 100,000 that 1000 exceed
+    r = client.exec_ok("for i = 1, 500 do parallel(function() for j = 1, 100 do end end) end "
+                       "return 'done'", limits={"max_reductions": 100000})
+    assert r["value"] == "done"
 
 
 def test_heap_capped_inside_branches(client):
