@@ -108,6 +108,14 @@ $(O)/tests/%: $(O)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
 
+# The meter (tests/tools/lua_meter.c): a chunk's instructions, charges and
+# peak heap measured with the stock liblua5.3 and the charge module only.
+METER_OBJS := $(O)/obj/tests/tools/lua_meter.o $(O)/obj/daemon/worker/charge.o \
+              $(O)/obj/daemon/worker/charge_match.o
+$(O)/tests/lua_meter: $(METER_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -llua5.3 -lm
+
 # The daemon in the foreground; scripts/run prints where it listens once it
 # does, and stops it on Ctrl-C or when the terminal goes away.
 run: all
@@ -117,8 +125,9 @@ run: all
 test-unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
-test-integration: all
+test-integration: all $(O)/tests/lua_meter
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(O)/sandboxctl \
+	LUA_METER=$(CURDIR)/$(O)/tests/lua_meter \
 	SANDBOXD_SANITIZE=$(SANITIZE) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
 
 # The precision suite (tests/precision): realistic programs measured under

@@ -1,46 +1,141 @@
 /*
  * charge.h - what a chunk's work costs beyond its VM instructions: every
- * rate of the instruction budget's charges, in one place.
+ * rate of the instruction budget's charges, in one place, and the library
+ * functions that charge them.
  *
  * max_reductions counts VM instructions (a count hook) plus the charges
- * defined here, so that it bounds all the CPU a chunk can use.  A charge is
- * a count of work (bytes produced, values moved, ...) divided by its rate,
- * rounded down per event.  docs/protocol.md ("Limits") lists the same rates.
+ * defined here, so that it bounds all the CPU a chunk can use: a C function
+ * is one instruction to the hook however long it runs.  A charge is a count
+ * of work divided by its rate, rounded down, paid when the work is known:
+ * before it is done where the arguments tell (so a call that would spend
+ * the budget stops before it runs), as it goes where they do not (pattern
+ * matching).  docs/protocol.md ("Limits") lists the same rates; keep both.
+ * bench/charge_bill.lua measures each kind of work against an instruction.
  *
- * Strings.  Every new string costs one reduction per CHARGE_STRING_BYTES
- * bytes of its length: whoever makes it (`..`, a library function, load's
- * lexer), as it is allocated.  Short strings (40 bytes or less, interned,
- * so made only when new) never cost anything: a string of fewer than
- * CHARGE_STRING_BYTES bytes costs nothing.
+ *   strings       every new string, whoever makes it (`..`, a library
+ *                 function, load's lexer), as it is allocated:
+ *                 length / CHARGE_BYTES.  Short strings (40 bytes or less,
+ *                 interned, so made only when new) cost nothing, since any
+ *                 string of fewer than CHARGE_BYTES bytes costs nothing.
+ *   bytes         bytes a function copies or scans without looking at each
+ *                 (memcpy, memchr, memcmp, strlen): / CHARGE_BYTES
+ *   each byte     bytes a function handles one at a time (case mapping,
+ *                 escaping, decoding UTF-8 or numbers, format strings):
+ *                 / CHARGE_EACH_BYTES
+ *   values        values a function pushes or takes as arguments: one each
+ *   table values  values a function moves within a table or reads from one
+ *                 to build a string (a read and a write each, in C):
+ *                 CHARGE_TABLE_VALUE each
+ *   steps         pattern matcher steps (a character tried against an item,
+ *                 a recursion): / CHARGE_MATCH_STEPS
+ *   sorting       table.sort of n values: n * ceil(log2 n) *
+ *                 CHARGE_SORT_LEVEL, before it sorts
+ *   conversions   os.date's conversions (strftime): CHARGE_DATE_CONVERSION
+ *                 for each '%' of the format
  *
- * This header depends on nothing of the worker: a program linked with the
- * stock liblua5.3 applies the same charges to measure what a chunk needs
- * (see "Measuring with stock Lua" below).
+ * Per function (besides the strings it makes):
+ *   string.byte        values: the results
+ *   string.char        values: the arguments
+ *   string.find, match, gmatch, gsub    steps; bytes of a plain search and
+ *                      of the captures and replacements copied; each byte
+ *                      of a replacement string, per match
+ *   string.format      each byte of the format and of %q arguments; bytes
+ *                      of the other string arguments
+ *   string.lower, upper, reverse        each byte
+ *   string.pack        each byte of the format; values: the arguments;
+ *                      bytes of string arguments
+ *   string.packsize    each byte of the format
+ *   string.unpack      each byte of the format; values: the results; with a
+ *                      'z' option, bytes from the position to the end
+ *   table.concat       table values: the items; bytes of the items
+ *   table.insert, remove    table values: the items moved
+ *   table.move         table values: the items
+ *   table.unpack, pack values: the items
+ *   table.sort         sorting
+ *   utf8.char          values: the arguments
+ *   utf8.codepoint     values: the bytes of the range
+ *   utf8.len           each byte of the range
+ *   utf8.offset        each byte from the start to the position found
+ *                      (to the end when there is none)
+ *   utf8.codes         each byte each step passes
+ *   tonumber           each byte of a string
+ *   rawequal           bytes of two strings of one length
+ *   load               each byte of the source (every piece of a reader)
+ *   os.date            conversions; each byte of the format
+ * A function whose length argument defaults to #t measures it first with
+ * luaL_len, as the function itself does: a __len metamethod runs twice.
+ * Everything else in the library does bounded work per call.
  *
- * Measuring with stock Lua.  The charges of a chunk run by stock lua5.3
- * are those its allocator sees: in a lua_Alloc, a new string is a block
- * with ptr == NULL and osize == LUA_TSTRING, of charge_string_header() +
- * length + 1 bytes; add charge_string(length) for each.  Count from the
- * moment the chunk starts running (its own compilation is not charged),
- * and add the instructions counted by a count hook of period 1.
+ * This module depends on the Lua API only, never on the worker: a program
+ * linked with the stock liblua5.3 applies the same charges to measure what
+ * a chunk needs.  Measuring with stock Lua:
+ *   1. struct charge c = {pay, ud}: pay(L, ud, n) is called with each charge
+ *      (the worker's raises the reductions limit; a meter adds n up);
+ *   2. a lua_Alloc that adds charge_string(nsize - header - 1) for every
+ *      block with ptr == NULL and osize == LUA_TSTRING (a new string), with
+ *      header = charge_string_header(), from the moment the chunk starts
+ *      running (its own compilation is not charged);
+ *   3. luaL_openlibs(L), then charge_open(L, &c);
+ *   4. a count hook of period 1 (lua_sethook; coroutines made afterwards
+ *      inherit it) for the instructions.
+ * The chunk's reductions are the instructions plus the charges; sandboxd
+ * bills the same (tests/tools/lua_meter.c does exactly this).
  */
 #ifndef SANDBOXD_CHARGE_H
 #define SANDBOXD_CHARGE_H
 
+#include <lua.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define CHARGE_STRING_BYTES 64      /* bytes of a new string per reduction */
+#define CHARGE_BYTES        64  /* bytes made, copied or scanned per reduction */
+#define CHARGE_EACH_BYTES   4   /* bytes handled one at a time per reduction */
+#define CHARGE_MATCH_STEPS  1   /* pattern matcher steps per reduction */
+#define CHARGE_TABLE_VALUE  4   /* reductions per value moved in or read from a table */
+#define CHARGE_SORT_LEVEL   4   /* reductions per value per level of a sort */
+#define CHARGE_DATE_CONVERSION 64   /* reductions per conversion of os.date */
+
+struct charge {
+    /* Called with every charge (n > 0), from inside the function that does
+     * the work; it may raise (lua_error) to stop that work. */
+    void (*pay)(lua_State *L, void *ud, uint64_t n);
+    void  *ud;
+};
 
 /* The charge for a new string of len bytes. */
 static inline uint64_t charge_string(size_t len)
 {
-    return (uint64_t)(len / CHARGE_STRING_BYTES);
+    return (uint64_t)(len / CHARGE_BYTES);
+}
+
+/* The charge for the source text load compiles (len bytes). */
+static inline uint64_t charge_source(size_t len)
+{
+    return (uint64_t)(len / CHARGE_EACH_BYTES);
+}
+
+static inline void charge_pay(lua_State *L, struct charge *c, uint64_t n)
+{
+    if (n != 0)
+        c->pay(L, c->ud, n);
 }
 
 /* The bytes of a string's block besides its length + 1 (the header of the
  * Lua this is linked with), measured in a state of its own; 0 if no state
  * could be made. */
 size_t charge_string_header(void);
+
+/* Replace the functions listed above in the tables string, table, utf8 and
+ * os and in the globals (tonumber, rawequal, load, unpack if present) of
+ * L's global table by charging ones.  c must outlive L.  Call once, after
+ * the libraries are open and before anything else replaces them. */
+void charge_open(lua_State *L, struct charge *c);
+
+/* The pattern functions (charge_match.c), for charge_open: C closures with
+ * the struct charge as upvalue 1. */
+int charge_str_find(lua_State *L);
+int charge_str_match(lua_State *L);
+int charge_str_gmatch(lua_State *L);
+int charge_str_gsub(lua_State *L);
 
 #endif

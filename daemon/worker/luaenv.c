@@ -17,7 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/worker/charge.h"
 #include "proto/chan.h"
 
 /* Messages pushed while the heap may be full.  They are short strings
@@ -509,6 +508,13 @@ void luaenv_charge(lua_State *L, uint64_t units)
     luaenv_check(L);
 }
 
+/* struct charge's pay: the library's charges (charge.h). */
+static void pay_charge(lua_State *L, void *ud, uint64_t n)
+{
+    (void)ud;
+    luaenv_charge(L, n);
+}
+
 void luaenv_finish(struct luaenv *e)
 {
     e->charging = 0;
@@ -722,7 +728,11 @@ static int build_env(lua_State *L)
      * (and a session its own state), so a change reaches nothing else; and
      * no C code here reads a string through its metatable. */
 
-    /* replacements (luaenv_lib.c) */
+    /* the library's charges (charge.h), then the replacements
+     * (luaenv_lib.c), some of which wrap charged functions */
+#if !defined(MUTATE_LIB_CHARGES)
+    charge_open(L, &luaenv_from(L)->charge);
+#endif
     lua_pushvalue(L, g);
     luaenv_openlib(L);
     lua_pop(L, 1);
@@ -757,6 +767,8 @@ struct luaenv *luaenv_new(void)
         return NULL;
     e->output_fd = -1;
     e->string_cap = LUAENV_STRING_CAP_MAX;
+    e->charge.pay = pay_charge;
+    e->charge.ud = e;
     e->L = lua_newstate(env_alloc, e);
     if (e->L == NULL)
         goto fail;

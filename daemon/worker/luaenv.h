@@ -61,7 +61,8 @@
  *             heap; one that ends the chunk is never billed.  Every such
  *             collection checks the CPU budget; a caught error more than
  *             1024 levels deep is billed by its depth.
- *   charges   new strings cost their bytes (charge.h) while the chunk runs
+ *   charges   new strings cost their bytes, library functions their work
+ *             (charge.h, installed by charge_open), while the chunk runs
  *             (luaenv_start .. luaenv_finish), outside host code.
  * A refusal by the heap cap that is final (the core's retry after its
  * emergency collection is refused too: set in the allocator, because
@@ -79,6 +80,8 @@
 #include <lua.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "daemon/worker/charge.h"
 
 #define LUAENV_STRING_CAP_MAX ((size_t)256 << 20)  /* 256 MiB */
 #define LUAENV_EXIT_PANIC     122   /* _exit status after an unprotected error */
@@ -131,6 +134,7 @@ struct luaenv {                 /* read by luaenv*.c only; others use the functi
     /* charges (charge.h): only while the chunk runs (luaenv_start), and
      * not for what host code makes for it (luaenv_host_begin) */
     int      charging, host;
+    struct charge charge;       /* the library's charges, paid by luaenv_charge */
     /* sticky limits */
     int      fatal;             /* enum luaenv_fatal */
     uint64_t max_reductions, reductions, cpu_us;

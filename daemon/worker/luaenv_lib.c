@@ -227,6 +227,7 @@ static const char *read_piece(lua_State *L, void *ud, size_t *size)
     s = lua_tolstring(L, -1, size);
     if (*size > rd->cap - rd->total)
         too_large(L);
+    luaenv_charge(L, charge_source(*size));     /* the lexer reads every byte */
     rd->total += *size;
     lua_replace(L, RESERVED_SLOT);
     return s;
@@ -276,6 +277,7 @@ static int sb_load(lua_State *L)
     a.mode = "t";
 #endif
     if (a.s != NULL) {
+        luaenv_charge(L, charge_source(a.len));     /* the lexer reads every byte */
         a.name = luaL_optstring(L, 2, a.s);
     } else {
         a.name = luaL_optstring(L, 2, "=(load)");
@@ -422,6 +424,30 @@ static int rep_by_doubling(lua_State *L, size_t n, size_t len1, size_t lsep)
     return 1;
 }
 
+/* s (index 1) repeated n > 0 times with sep (index 3) between, total
+ * bytes, in a buffer: one unit (s and sep), then the filled part copied
+ * onto its end until n units are there (the last sep is left out).  The
+ * stock string.rep copies each repetition separately, which takes as long
+ * as an instruction per repetition of a one-byte string; this is memcpy's
+ * speed, so its charge (the bytes of its result) is what it costs. */
+static int rep_small(lua_State *L, size_t n, size_t l, size_t lsep, size_t total)
+{
+    luaL_Buffer b;
+    const char *s = lua_tostring(L, 1), *sep = lsep ? lua_tostring(L, 3) : "";
+    size_t unit = l + lsep, all = total + lsep, done = unit;
+    char *p = luaL_buffinitsize(L, &b, all);
+
+    memcpy(p, s, l);
+    memcpy(p + l, sep, lsep);
+    while (done < all) {
+        size_t k = done < all - done ? done : all - done;
+        memcpy(p + done, p, k);
+        done += k;
+    }
+    luaL_pushresultsize(&b, total);
+    return 1;
+}
+
 static int sb_rep(lua_State *L)
 {
     size_t l, lsep, n, total, cap = luaenv_string_cap(luaenv_from(L));
@@ -450,11 +476,13 @@ static int sb_rep(lua_State *L)
     total += lsep * (n - 1);
 #if defined(MUTATE_CAP_BUILD)
     if (1) {                    /* mutant: the stock buffer at any size */
-#else
-    if (total < REP_DIRECT) {
-#endif
-        make_room(L, total * 2);    /* the buffer, then the string */
+        make_room(L, total * 2);
         return call_original(L);
+    }
+#endif
+    if (total < REP_DIRECT) {
+        make_room(L, total * 2);    /* the buffer, then the string */
+        return rep_small(L, n, l, lsep, total);
     }
     lua_settop(L, 3);
     if (lsep == 0) {
@@ -515,6 +543,9 @@ static int sb_concat(lua_State *L)
         make_room(L, total * 2);
         return call_original(L);
     }
+    /* the charge of table.concat (charge.c) for what this builds itself */
+    luaenv_charge(L, (uint64_t)(first <= last ? last - first + 1 : 0) * CHARGE_TABLE_VALUE +
+                     total / CHARGE_BYTES);
     make_room(L, total);
     lua_settop(L, 2);
     if (lsep == 0) {

@@ -2,7 +2,31 @@
 (daemon/worker/charge.h; docs/protocol.md, "Limits"): what a chunk is
 billed, and that a budget that pays for the work lets it run."""
 
+import json
+import os
+import subprocess
+
+import pytest
+
 import sbx
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+METER = os.environ.get("LUA_METER") or os.path.join(REPO, "build", "tests", "lua_meter")
+
+
+def meter(code, stock=False):
+    """What tests/tools/lua_meter measures for code with the stock liblua5.3:
+    {"ok", "instructions", "charges", "reductions", "heap_peak", "results"}."""
+    assert os.path.exists(METER), "%s is missing (make %s)" % (METER, METER)
+    out = subprocess.run([METER] + (["--stock"] if stock else []) + ["-e", code],
+                         capture_output=True, timeout=120 * sbx.SCALE, check=True)
+    return json.loads(out.stdout)
+
+
+def as_value(results):
+    """The meter's results as sandboxd returns them: none is null, one is
+    itself, several a list."""
+    return None if not results else results[0] if len(results) == 1 else results
 
 
 def test_string_bytes_charged(client):
@@ -43,11 +67,8 @@ def test_tool_results_not_charged(client):
     assert r.result["stats"]["reductions"] == 0, r
 
 
-# Stock lua5.3's instruction counts (a count hook of period 1 on every
-# thread, Lua 5.3.6) of the coroutine programs below.
 GENERATOR = ("local gen = coroutine.wrap(function() for i = 1, 166668 do coroutine.yield(i) end end) "
              "local s = 0 for i = 1, 166668 do s = s + gen() end return s")
-GENERATOR_STOCK = 1500027
 PIPELINE = """
 local function producer()
   return coroutine.create(function()
@@ -72,18 +93,20 @@ while true do
 end
 return n * 100000 + total
 """
-PIPELINE_STOCK = 463688
 
 
 def test_coroutines_billed_their_instructions(client):
     """A coroutine's countdown runs on across its resumes and it pays each
-    period as it begins: a generator loop and a pipeline are billed stock
-    Lua's instruction count, to within the main thread's last step (999
-    unbilled) and each coroutine's last period (at most 1000 more)."""
-    for code, stock, coroutines in ((GENERATOR, GENERATOR_STOCK, 1), (PIPELINE, PIPELINE_STOCK, 2)):
-        r = client.exec_ok(code, limits={"max_reductions": 2 * stock})
+    period as it begins: a generator loop (166,668 resumes) and a pipeline
+    are billed what stock Lua counts (1,500,027 instructions for the
+    generator), to within the main thread's last step (999 unbilled) and each
+    coroutine's last period (at most 1000 more)."""
+    for code, coroutines in ((GENERATOR, 1), (PIPELINE, 2)):
+        need = meter(code)["reductions"]
+        r = client.exec_ok(code, limits={"max_reductions": 2 * need})
         red = r["stats"]["reductions"]
-        assert stock - 1000 <= red <= stock + 1004 * coroutines, (code, red, stock)
+        assert need - 1000 <= red <= need + 1004 * coroutines, (code, red, need)
+    assert meter(GENERATOR)["instructions"] == 1500027
 
 
 def test_short_coroutines_billed(client):
@@ -97,3 +120,83 @@ def test_short_coroutines_billed(client):
     r = client.exec_ok("for i = 1, 100 do coroutine.wrap(function() end)() end return 1",
                        limits={"max_reductions": 200000})
     assert r["stats"]["reductions"] <= 1000 + 100 * 4, r
+
+
+def test_library_results_unchanged():
+    """The charging library functions (charge.c, charge_match.c) give the
+    stock functions' results and error messages: the transcript of
+    tests/tools/charge_same.lua (3000 generated patterns against find,
+    match, gmatch and gsub, and every other charged function with ordinary,
+    odd and wrong arguments) is the same with and without them."""
+    path = os.path.join(REPO, "tests", "tools", "charge_same.lua")
+    with open(path) as f:
+        code = f.read()
+    charged, stock = meter(code), meter(code, stock=True)
+    assert charged["ok"] and stock["ok"], (charged, stock)
+    def lines(v):
+        text = bytes.fromhex(v["bytes"]) if isinstance(v, dict) else v.encode()
+        return text.split(b"\n")
+
+    a, b = lines(charged["results"][0]), lines(stock["results"][0])
+    assert len(a) == len(b) > 20000
+    diff = [(x, y) for x, y in zip(a, b) if x != y]
+    assert not diff, diff[:5]
+    assert charged["instructions"] == stock["instructions"]
+    assert charged["charges"] > 0 and stock["charges"] == 0
+
+
+# Legitimate uses of every charged function: the neighbours of the attacks
+# 64, 65 and 246-261.  Each must complete in sandboxd under twice the
+# reductions the meter measures, with the meter's (stock Lua's) value, be
+# billed what the meter says, and end with reductions_limit under half.
+NEIGHBOURS = {
+    "patterns": "local t = {} for k, v in ('a=1, b=22, c=333'):gmatch('(%w+)=(%w+)') do "
+                "t[#t + 1] = k .. v end local s = ('The quick brown fox'):gsub('%w+', string.upper) "
+                "return table.concat(t, ';'), s, ('hello world'):find('o w'), "
+                "('  trim me  '):match('^%s*(.-)%s*$'), ('key: value; other: x'):find('.-:.-;')",
+    "find-plain": "local text = string.rep('lorem ipsum dolor ', 2000) "
+                  "return text:find('dolor lorem', 1, true), select(2, text:gsub('ipsum', ''))",
+    "gsub-table": "local s = string.rep('x', 999) .. 'z' local t = {x = 'yy', z = 'end'} "
+                  "return #(s:gsub('[xz]', t))",
+    "rep": "return #string.rep('ab', 3000, ','), #string.rep('-', 80)",
+    "unpack": "local t = {} for i = 1, 200 do t[i] = i end return select('#', table.unpack(t))",
+    "insert-front": "local t = {} for i = 1, 300 do table.insert(t, 1, i) end "
+                    "local r = table.remove(t, 1) return r, t[1], t[299], #t",
+    "move": "local a = {} for i = 1, 500 do a[i] = i end return #table.move(a, 1, 500, 1, {})",
+    "os-date": "return os.date('!%Y-%m-%d %H:%M:%S', 86400)",
+    "sort": "local t = {} for i = 1, 10000 do t[i] = (i * 7919) % 10007 end table.sort(t) "
+            "local r = {} for i = 1, 300 do r[i] = {k = i % 17, n = 'n' .. i} end "
+            "table.sort(r, function(a, b) return a.n < b.n end) return t[1], t[10000], r[1].n",
+    "load": "local f = load('local s = 0 for i = 1, 100 do s = s + i end return s') return f()",
+    "tonumber": "local n = 0 for i = 1, 1000 do n = n + tonumber(tostring(i)) end "
+                "return n, tonumber('0x1F'), tonumber('z', 36)",
+    "upper": "local s = ('hello world '):rep(100) return s:upper():sub(1, 20), #s:lower(), "
+             "s:reverse():sub(1, 5)",
+    "concat": "local t = {} for i = 1, 2000 do t[i] = 'line ' .. i end return #table.concat(t, '\\n')",
+    "format": "return string.format('%q %s %5.2f %d', 'a\\nb', 'x', 3.14159, 42)",
+    "byte": "local s = 'hello world' local b = {s:byte(1, -1)} return #b, b[1], string.char(72, 105)",
+    "utf8": "return utf8.len('h\\u{e9}llo w\\u{f6}rld'), utf8.char(72, 228), "
+            "utf8.codepoint('h\\u{e9}', 1, -1)",
+    "pack": "local p = string.pack('i4 z s1', 7, 'ab', 'cd') return #p, string.unpack('i4 z s1', p)",
+    "text-report": "local lines = {} for i = 1, 500 do lines[i] = string.format('%-10s|%5d|%s', "
+                   "'item' .. i, i * 3, ('*'):rep(i % 20)) end local rep = table.concat(lines, '\\n') "
+                   "local n = 0 for w in rep:gmatch('item%d+') do n = n + 1 end "
+                   "return n, #rep, select(2, rep:gsub('|', ';'))",
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEIGHBOURS))
+def test_neighbours_complete_at_twice_their_needs(client, name):
+    code = NEIGHBOURS[name]
+    m = meter(code)
+    assert m["ok"], m
+    need = m["reductions"]
+    r = client.execute(code, limits={"max_reductions": 2 * need}, timeout_ms=20000 * sbx.SCALE)
+    assert r.ok, (name, need, r)
+    assert r.result["value"] == as_value(m["results"]), (name, r.result["value"], m["results"])
+    red = r.result["stats"]["reductions"]
+    assert need - 1000 <= red <= need + 1000, (name, red, need)
+    if need >= 4000:
+        r = client.execute(code, limits={"max_reductions": need // 2},
+                           timeout_ms=20000 * sbx.SCALE)
+        assert r.kind == "reductions_limit", (name, need, r)
