@@ -181,6 +181,14 @@ static int w_format(lua_State *L)
         conv = directive(fmt, len, i, &i);
         if (++arg > top)
             break;
+        if (conv == 's' && luaL_getmetafield(L, arg, "__tostring") != LUA_TNIL) {
+            /* The text a __tostring gives is copied like a string argument:
+             * made here, in the order format would make it, so that it is
+             * paid for even when a later directive fails. */
+            lua_pop(L, 1);
+            luaL_tolstring(L, arg, NULL);
+            lua_replace(L, arg);
+        }
         if (conv == 'q')
             each += strlen_at(L, arg);
         else

@@ -40,7 +40,9 @@
  *                      of the captures and replacements copied; each byte
  *                      of a replacement string, per match
  *   string.format      each byte of the format and of %q arguments; bytes
- *                      of the other string arguments
+ *                      of the other string arguments, and of what a
+ *                      __tostring gives for %s (it runs before format does,
+ *                      so also when an earlier directive then fails)
  *   string.lower, upper, reverse        each byte
  *   string.pack        each byte of the format; values: the arguments;
  *                      bytes of string arguments

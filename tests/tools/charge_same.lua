@@ -97,6 +97,9 @@ for _, f in ipairs{"%d", "%5.2f", "%q", "%s|%s", "%-10s|", "%x %X %o", "%c", "%%
   try("format " .. f, string.format, f, 42, "a\n\"b\0", 3.5)
   try("format str " .. f, string.format, f, "text", 1)
 end
+local obj = setmetatable({}, {__tostring = function() return "<obj>" end})
+try("format tostring", string.format, "%s|%5s|%-8s|", obj, obj, obj)
+try("format tostring bad", string.format, "%s", setmetatable({}, {__tostring = function() return 1 end}))
 try("format none", string.format)
 try("format int", string.format, "%d", 3.5)
 for _, f in ipairs{"lower", "upper", "reverse", "len"} do
