@@ -64,6 +64,9 @@
  *   rawequal           bytes of two strings of one length
  *   load               each byte of the source (every piece of a reader)
  *   os.date            conversions; each byte of the format
+ * print is not charged in sandboxd: it copies at most max_output_bytes
+ * (once its output is cut it does nothing), and a measuring harness's print
+ * writes nothing.
  * A function whose length argument defaults to #t measures it first with
  * luaL_len, as the function itself does: a __len metamethod runs twice.
  * Everything else in the library does bounded work per call.

@@ -361,22 +361,32 @@ static int sb_collectgarbage(lua_State *L)
 static int sb_print(lua_State *L)
 {
     struct luaenv *e = luaenv_from(L);
-    int i, n = lua_gettop(L);
+    int i, n = lua_gettop(L), host;
     luaL_Buffer b;
     const char *s;
     size_t len;
 
     if (e->output_truncated)
         return 0;               /* nothing more would be sent */
+    /* Every argument's text first (a __tostring may fail), then the line:
+     * nothing is copied for a print that fails.  The line is not charged
+     * (charge.h): what print copies is bounded by max_output_bytes, since
+     * once the output is cut print does nothing. */
+    for (i = 1; i <= n; i++) {
+        luaL_tolstring(L, i, NULL);
+        lua_replace(L, i);
+    }
     luaL_buffinit(L, &b);
     for (i = 1; i <= n; i++) {
         if (i > 1)
             luaL_addchar(&b, '\t');
-        luaL_tolstring(L, i, NULL);
+        lua_pushvalue(L, i);
         luaL_addvalue(&b);
     }
     luaL_addchar(&b, '\n');
+    host = luaenv_host_begin(L);
     luaL_pushresult(&b);
+    luaenv_host_end(L, host);
     s = lua_tolstring(L, -1, &len);
     luaenv_output(e, s, len);
     return 0;
