@@ -56,7 +56,17 @@ size_t charge_string_header(void)
 
 /* ---- helpers ---- */
 
+/* A call's charge: less its free part (charge.h), which the call's own
+ * instruction pays for; small calls then cost nothing more than that. */
 static void pay(lua_State *L, uint64_t n)
+{
+    n = charge_call(n);
+    if (n != 0)
+        charge_pay(L, lua_touserdata(L, lua_upvalueindex(1)), n);
+}
+
+/* A charge with no free part: one of several a call makes. */
+static void pay_exact(lua_State *L, uint64_t n)
 {
     charge_pay(L, lua_touserdata(L, lua_upvalueindex(1)), n);
 }
@@ -117,6 +127,8 @@ static int w_byte(lua_State *L)
     size_t l;
     lua_Integer posi, pose;
 
+    if (lua_gettop(L) <= 2)
+        return stock(L);            /* one value at most: free (the common s:byte(i)) */
     luaL_checklstring(L, 1, &l);
     posi = posrelat(luaL_optinteger(L, 2, 1), l);
     pose = posrelat(luaL_optinteger(L, 3, posi), l);
@@ -219,11 +231,10 @@ static int w_unpack(lua_State *L)
 
     luaL_checklstring(L, 2, &ld);
     pos = posrelat(luaL_optinteger(L, 3, 1), ld);
-    pay(L, lf / CHARGE_EACH_BYTES);
     if (memchr(fmt, 'z', lf) != NULL && pos >= 1 && (size_t)pos <= ld)
-        pay(L, (ld - (size_t)pos + 1) / CHARGE_BYTES);     /* strlen may run to the end */
+        pay_exact(L, (ld - (size_t)pos + 1) / CHARGE_BYTES);   /* strlen may run to the end */
     n = stock(L);
-    pay(L, (uint64_t)n);
+    pay(L, lf / CHARGE_EACH_BYTES + (uint64_t)n);
     return n;
 }
 
@@ -336,7 +347,7 @@ static int w_concat(lua_State *L)
             return luaL_error(L, "invalid value (%s) at index %I in table for 'concat'",
                               luaL_typename(L, -1), (LUAI_UACINT)i);
         lua_tolstring(L, -1, &len);
-        pay(L, CHARGE_TABLE_VALUE + (len + lsep) / CHARGE_BYTES);
+        pay_exact(L, CHARGE_TABLE_VALUE + (len + lsep) / CHARGE_BYTES);
         luaL_addvalue(&b);
         if (i != last)
             luaL_addlstring(&b, sep, lsep);
@@ -438,7 +449,7 @@ static int load_piece(lua_State *L)
     lua_settop(L, 0);
     lua_pushvalue(L, lua_upvalueindex(2));
     lua_call(L, 0, 1);
-    pay(L, charge_source(strlen_at(L, 1)));
+    pay_exact(L, charge_source(strlen_at(L, 1)));
     return 1;
 }
 
@@ -450,7 +461,7 @@ static int w_load(lua_State *L)
         lua_pushcclosure(L, load_piece, 2);
         lua_replace(L, 1);
     } else {
-        pay(L, charge_source(strlen_at(L, 1)));
+        pay_exact(L, charge_source(strlen_at(L, 1)));
     }
     return stock(L);
 }

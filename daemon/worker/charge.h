@@ -33,6 +33,11 @@
  *   conversions   os.date's conversions (strftime): CHARGE_DATE_CONVERSION
  *                 for each '%' of the format
  *
+ * A function's charge for one call is less CHARGE_FREE, its free part,
+ * which the call's own instruction pays for (so small calls cost only that
+ * instruction), except where it pays as it goes (the pattern functions,
+ * table.concat of a table with a metatable, load's source).
+ *
  * Per function (besides the strings it makes):
  *   string.byte        values: the results
  *   string.char        values: the arguments
@@ -99,6 +104,7 @@
 #define CHARGE_TABLE_VALUE  4   /* reductions per value moved in or read from a table */
 #define CHARGE_SORT_LEVEL   4   /* reductions per value per level of a sort */
 #define CHARGE_DATE_CONVERSION 64   /* reductions per conversion of os.date */
+#define CHARGE_FREE         8   /* reductions of a call's charge that are free */
 
 struct charge {
     /* Called with every charge (n > 0), from inside the function that does
@@ -111,6 +117,12 @@ struct charge {
 static inline uint64_t charge_string(size_t len)
 {
     return (uint64_t)(len / CHARGE_BYTES);
+}
+
+/* The charge for one call whose work comes to n reductions. */
+static inline uint64_t charge_call(uint64_t n)
+{
+    return n > CHARGE_FREE ? n - CHARGE_FREE : 0;
 }
 
 /* The charge for the source text load compiles (len bytes). */

@@ -554,8 +554,8 @@ static int sb_concat(lua_State *L)
         return call_original(L);
     }
     /* the charge of table.concat (charge.c) for what this builds itself */
-    luaenv_charge(L, (uint64_t)(first <= last ? last - first + 1 : 0) * CHARGE_TABLE_VALUE +
-                     total / CHARGE_BYTES);
+    luaenv_charge(L, charge_call((uint64_t)(first <= last ? last - first + 1 : 0) *
+                                 CHARGE_TABLE_VALUE + total / CHARGE_BYTES));
     make_room(L, total);
     lua_settop(L, 2);
     if (lsep == 0) {
