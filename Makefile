@@ -169,7 +169,8 @@ test-systemd: all
 	@tests/systemd/run $(O)
 
 # The reliability suite (tests/reliability): checked load with faults
-# injected, about a minute; `make soak` runs its faults for SOAK_SECONDS.
+# injected and crash loops of the zygote, under two minutes; `make soak` runs
+# its faults for SOAK_SECONDS.
 SOAK_SECONDS ?= 300
 test-reliability: all
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
