@@ -545,3 +545,84 @@ def test_restart_after_sigkill(machine, sock):
     for q in sandboxd_procs(m):
         assert q.nspid == new or (len(q.argv) > 3 and q.argv[1] == "--zygote"
                                    and q.argv[3] == str(new)), q
+
+
+# ---------------------------------------------------------------- watchdog
+
+WATCHDOG_DROPIN = "/etc/systemd/system/sandboxd.service.d/watchdog.conf"
+
+
+def kill_zygotes_of(m, pid):
+    """SIGKILL every zygote the daemon with MainPID pid has started."""
+    for p in sandboxd_procs(m):
+        if len(p.argv) > 3 and p.argv[1] == "--zygote" and p.argv[3] == str(pid):
+            try:
+                os.kill(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_watchdog(machine, sock):
+    """WATCHDOG=1 comes only while workers can be started: with the interval
+    shortened by a drop-in (WatchdogSec=3s), a daemon that can start them is
+    left alone, and one whose every zygote is killed as it starts is
+    restarted by systemd (Result=watchdog), the new one serving again."""
+    m = machine
+    os.makedirs(os.path.dirname(m.path(WATCHDOG_DROPIN)), exist_ok=True)
+    with open(m.path(WATCHDOG_DROPIN), "w") as f:
+        f.write("[Service]\nWatchdogSec=3s\n")
+    try:
+        m.run("systemctl", "daemon-reload")
+        m.run("systemctl", "restart", "sandboxd.service")
+        pid = running(m, sock)
+        assert m.show("sandboxd.service", "WatchdogUSec")["WatchdogUSec"] == "3s"
+        before = int(m.show("sandboxd.service", "NRestarts")["NRestarts"])
+        # Healthy: three intervals, one execution a second, no restart.
+        with client(sock) as c:
+            for i in range(9):
+                assert c.value("return %d" % i) == i
+                time.sleep(1)
+            st = c.call("describe").result["state"]
+            assert st["can_start_workers"] is True, st
+        p = m.show("sandboxd.service", "MainPID", "NRestarts", "SubState")
+        assert p == {"MainPID": str(pid), "NRestarts": str(before), "SubState": "running"}, p
+        # Unable to start workers: every zygote killed as it starts.
+        cur = m.cursor()
+        c = client(sock)
+        deadline = time.monotonic() + 10
+        while True:
+            kill_zygotes_of(m, pid)
+            st = c.call("describe").result["state"]
+            if not st["can_start_workers"]:
+                break
+            assert time.monotonic() < deadline, st
+            time.sleep(0.005)
+        t_down = time.monotonic()
+        deadline = t_down + 20
+        while True:
+            kill_zygotes_of(m, pid)
+            p = m.show("sandboxd.service", "MainPID", "NRestarts")
+            if int(p["NRestarts"]) > before:
+                break
+            assert time.monotonic() < deadline, "not restarted by the watchdog: %r" % p
+            time.sleep(0.005)
+        note("watchdog", "a daemon unable to start workers restarted %.1f s after it knew "
+             "(WatchdogSec=3s); a healthy one left alone for 9 s" % (time.monotonic() - t_down))
+        assert c.wait_eof(10)
+        c.close()
+        m.wait_journal(lambda e: "WATCHDOG=1 withheld" in e.get("MESSAGE", ""),
+                       unit="sandboxd.service", after=cur, what="the daemon withholding WATCHDOG=1")
+        m.wait_journal(lambda e: "Watchdog timeout" in e.get("MESSAGE", ""),
+                       unit="sandboxd.service", after=cur, what="systemd's watchdog timeout")
+        # The new daemon starts workers.
+        deadline = time.monotonic() + 20
+        while m.show("sandboxd.service", "SubState")["SubState"] != "running":
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        with client(sock) as c2:
+            assert c2.value("return 'back'") == "back"
+        assert main_pid(m) != pid
+        assert [q for q in sandboxd_procs(m) if len(q.argv) > 3 and q.argv[3] == str(pid)] == []
+    finally:
+        os.unlink(m.path(WATCHDOG_DROPIN))
+        m.run("systemctl", "daemon-reload")
