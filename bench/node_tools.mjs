@@ -10,7 +10,7 @@
 //    Target >= 0.70.
 // 2. Latency an execute_lua call with one downstream call adds over the two
 //    MCP round trips it contains: host -> bridge tools/call (the bridge's
-//    answer for an unknown tool: no Lua) plus host -> the same downstream
+//    JSON-RPC error for an unknown tool: no Lua) plus host -> the same downstream
 //    server tools/call directly.  p50s compared.  Target <= 2 ms.
 //
 // Needs build/sandboxd, bench/loadgen (make -C bench loadgen) and
@@ -129,7 +129,7 @@ try {
     const viaBridge = await connect(process.execPath,
       [path.join(MCP, 'bin', 'sandboxd-mcp.js'), '--config', cfg, '--socket', sock, ...extra]);
     const lua = () => viaBridge.callTool({ name: 'execute_lua', arguments: { code: 'return toy.pid().pid' } });
-    const bridgeRt = () => viaBridge.callTool({ name: 'nope', arguments: {} });
+    const bridgeRt = () => viaBridge.callTool({ name: 'nope', arguments: {} }).catch(() => null);
     const directRt = () => direct.callTool({ name: 'pid', arguments: {} });
     for (let i = 0; i < N.warm; i++) { await lua(); await bridgeRt(); await directRt(); }
     const tl = [];

@@ -3,6 +3,7 @@
 // Lua (run in sandboxd) calls the tools of the MCP servers in SERVERS.json.
 //
 //   sandboxd-mcp --config SERVERS.json [--socket PATH] [--timeout-ms N] [--max-result-chars N]
+//                [--catalog-chars N] [--queue-wait-ms N] [--idle-timeout-ms N] [--no-sessions]
 //                [--priority low|normal|high]
 //
 // SERVERS.json: {"mcpServers": {"NAME": {"command": "...", "args": [...],
@@ -13,8 +14,13 @@
 import fs from 'node:fs';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { Bridge, VERSION } from '../src/bridge.js';
+import { MIN_RESULT_CHARS } from '../src/render.js';
 
-const USAGE = 'usage: sandboxd-mcp --config SERVERS.json [--socket PATH] [--timeout-ms N] [--max-result-chars N] [--priority low|normal|high]';
+const USAGE = 'usage: sandboxd-mcp --config SERVERS.json [--socket PATH] [--timeout-ms N] [--max-result-chars N]\n' +
+  '                    [--catalog-chars N] [--queue-wait-ms N] [--idle-timeout-ms N] [--no-sessions]\n' +
+  '                    [--priority low|normal|high]\n' +
+  'Under the MCP Inspector, whose own --config would take this one, put -- before node:\n' +
+  '  npx @modelcontextprotocol/inspector --cli --method tools/list -- node sandboxd-mcp.js --config SERVERS.json';
 
 function die(msg, code = 2) {
   process.stderr.write(`sandboxd-mcp: ${msg}\n`);
@@ -36,7 +42,14 @@ function parse(argv) {
     if (a === '--config' || a === '-c') o.config = val();
     else if (a === '--socket' || a === '-s') o.socket = val();
     else if (a === '--timeout-ms') o.timeoutMs = num(val());
-    else if (a === '--max-result-chars') o.maxResultChars = num(val());
+    else if (a === '--max-result-chars') {
+      o.maxResultChars = num(val());
+      if (o.maxResultChars < MIN_RESULT_CHARS) die(`--max-result-chars must be at least ${MIN_RESULT_CHARS}`);
+    }
+    else if (a === '--catalog-chars') o.catalogChars = num(val());
+    else if (a === '--queue-wait-ms') o.queueWaitMs = num(val());
+    else if (a === '--idle-timeout-ms') o.idleTimeoutMs = num(val());
+    else if (a === '--no-sessions') o.sessions = false;
     else if (a === '--priority') {
       o.priority = val();
       if (!['low', 'normal', 'high'].includes(o.priority)) die(`--priority takes low, normal or high, not "${o.priority}"`);
@@ -59,8 +72,17 @@ try {
 
 let bridge;
 try {
-  bridge = new Bridge({ config, socketPath: opts.socket, timeoutMs: opts.timeoutMs, maxResultChars: opts.maxResultChars,
-    limits: opts.priority ? { priority: opts.priority } : undefined });
+  bridge = new Bridge({
+    config,
+    socketPath: opts.socket,
+    timeoutMs: opts.timeoutMs,
+    maxResultChars: opts.maxResultChars,
+    catalogChars: opts.catalogChars,
+    queueWaitMs: opts.queueWaitMs,
+    idleTimeoutMs: opts.idleTimeoutMs,
+    sessions: opts.sessions,
+    limits: opts.priority ? { priority: opts.priority } : undefined,
+  });
 } catch (e) {
   die(`${opts.config}: ${e.message}`, 1);
 }

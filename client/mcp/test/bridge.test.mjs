@@ -71,7 +71,7 @@ before(async () => {
     toy: { command: process.execPath, args: [TOY, marker], env: { TOY_SECRET: 'from-config' } },
     '2-toy lite': { command: process.execPath, args: [TOY, marker], allow: ['pid', 'json-text'] },
     broken: { command: path.join(tmp, 'no-such-server') },
-  });
+  }, ['--catalog-chars', '100000']);
 });
 
 after(async () => {
@@ -102,6 +102,10 @@ test('one tool, execute_lua, whose description has prompt_info, the catalog and 
   assert.doesNotMatch(desc, /_2_toy_lite\.fail/); // allow
   assert.match(desc, /## Servers not available\n- broken: failed to start: /);
   assert.match(bridge.stderr, /server "broken" failed to start: .*left out/);
+  // server-everything announces a change before the host is connected: not sent, and no stderr noise
+  assert.doesNotMatch(bridge.stderr, /Not connected|list_changed/);
+  assert.match(desc, /Your calls share one Lua session: globals, functions, closures and tables with metatables persist/);
+  assert.doesNotMatch(desc, /Tools are global tables; call them as `Name\.fn\(\.\.\.\)` with positional/);
 });
 
 test('Lua loops over filesystem tools and sums with get_sum', async () => {
@@ -153,6 +157,12 @@ test('results: structuredContent, JSON text decoded, plain text; env scoped to t
   assert.deepEqual(v, ['number', 2.5, 'Echo: hi', 'from-config', true, true]);
 });
 
+test('an unknown tool name is a JSON-RPC error -32602, not a tool result', async () => {
+  await assert.rejects(bridge.host.callTool({ name: 'execute_python', arguments: { code: '1' } }),
+    (e) => e.code === -32602 && /unknown tool "execute_python" \(this server has only execute_lua\)/.test(e.message));
+  assert.equal(value(await bridge.lua('return 1')), 1);
+});
+
 test('a Lua error is an isError result with kind, message and output', async () => {
   const r = await bridge.lua("print('so far'); error('boom')");
   assert.equal(r.isError, true);
@@ -169,6 +179,84 @@ test('globals persist between calls; reset clears them', async () => {
   assert.equal(value(await bridge.lua('counter = counter + 1; return counter')), 42);
   const r = await bridge.lua('return counter', { args: { reset: true } });
   assert.equal(value(r), null);
+});
+
+test('one daemon session: functions, closures and metatables survive between calls', async () => {
+  value(await bridge.lua(`
+    function double(x) return 2 * x end
+    local n = 0
+    function counter() n = n + 1 return n end
+    Vec = setmetatable({}, {__index = function(_, k) return 'field ' .. k end})
+    tally = {a = 1}`, { args: { reset: true } }));
+  const r = await bridge.lua('counter() return {double(21), counter(), Vec.x, tally.a}');
+  assert.deepEqual(value(r), [42, 2, 'field x', 1]);
+  assert.deepEqual(r.structuredContent.binding_names, ['Vec', 'tally']); // the data globals saved
+  // a runtime error keeps the state as the chunk left it
+  const e = await bridge.lua("tally.b = 2 error('boom')");
+  assert.equal(e.structuredContent.error.kind, 'runtime_error');
+  assert.match(e.content[0].text, /The Lua state is kept as the chunk left it/);
+  assert.deepEqual(value(await bridge.lua('return {tally.b, counter()}')), [2, 3]);
+  // reset drops functions too
+  const g = await bridge.lua('return type(double)', { args: { reset: true } });
+  assert.equal(value(g), 'nil');
+});
+
+test('a session that ends is reopened: by a limit, by its idle timeout; the model is told each time', async () => {
+  const b = await startBridge({ toy: { command: process.execPath, args: [TOY, 'ends'] } },
+    ['--timeout-ms', String(1000 * SCALE), '--idle-timeout-ms', String(400 * SCALE)]);
+  try {
+    value(await b.lua("function helper() return 'h' end saved = {1, 2, 3}"));
+    const t = await b.lua('while true do end');
+    assert.equal(t.structuredContent.error.kind, 'timeout');
+    assert.match(t.content[0].text, /This error ended the Lua session, so its functions and globals are gone: the next call starts from the data globals saved after the last call \(saved\); functions, closures and metatables must be defined again/);
+    const r = await b.lua('return {#saved, type(helper)}');
+    assert.deepEqual(value(r), [3, 'nil']);
+    assert.doesNotMatch(r.content[0].text, /reset/); // told already, with the error
+    value(await b.lua("function helper() return 'again' end more = 1"));
+    await new Promise((res) => setTimeout(res, 900 * SCALE)); // past the idle timeout
+    const i = await b.lua('return {#saved, more, type(helper)}');
+    assert.deepEqual(value(i), [3, 1, 'nil']);
+    assert.match(i.content[0].text, /^Note: the Lua state was reset before this call \(the session had ended: idle for more than \d+ ms, or the daemon restarted\); it starts from the data globals saved after the last call \(more, saved\)/);
+  } finally {
+    await b.host.close();
+  }
+});
+
+test('without sessions (--no-sessions, or none free), data globals persist through bindings', async () => {
+  const b = await startBridge({}, ['--no-sessions']);
+  try {
+    assert.match(await b.description(), /Global variables persist between execute_lua calls \(data only/);
+    value(await b.lua('function f() return 1 end kept = 5'));
+    assert.deepEqual(value(await b.lua('return {kept, type(f)}')), [5, 'nil']);
+  } finally {
+    await b.host.close();
+  }
+  // a daemon whose sessions are all taken: the call runs without one, and says so once
+  const full = await startDaemon({ daemon: { max_sessions: 1 } });
+  const holder = new Sandboxd({ socketPath: full.socketPath });
+  const cfg = path.join(tmp, 'full.json');
+  fs.writeFileSync(cfg, JSON.stringify({ mcpServers: {} }));
+  const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, '--config', cfg, '--socket', full.socketPath], stderr: 'pipe' });
+  const host = new Client({ name: 'h', version: '1' });
+  try {
+    const taken = await holder.session();
+    await host.connect(transport);
+    const call = (code) => host.callTool({ name: 'execute_lua', arguments: { code } });
+    const r = await call('function f() end kept = 6');
+    assert.match(r.content[0].text, /^Note: every session of the daemon is in use, so this call ran without one/);
+    const r2 = await call('return {kept, type(f)}');
+    assert.deepEqual(value(r2), [6, 'nil']);
+    assert.doesNotMatch(r2.content[0].text, /Note/);
+    await taken.close();
+    const r3 = await call('function f() end return kept');
+    assert.equal(value(r3), 6);
+    assert.match(r3.content[0].text, /^Note: this call ran in a Lua session again/);
+    assert.equal(value(await call('return type(f)')), 'function');
+  } finally {
+    await host.close();
+    holder.close();
+    await full.stop();
+  }
 });
 
 test('execute_lua calls run one at a time, in the order they arrive', async () => {
@@ -239,6 +327,74 @@ test('the host cancels a long execution; the worker is freed', async () => {
   assert.equal(value(await bridge.lua('return 1 + 1')), 2);
 });
 
+test('--max-result-chars bounds text and structuredContent together, with the cut said and flagged', async () => {
+  const b = await startBridge({}, ['--max-result-chars', '400']);
+  // what the widest host (LangChain) shows the model: the text block with structuredContent, as JSON
+  const size = (r) => JSON.stringify({ type: 'text', text: r.content[0].text, structuredContent: r.structuredContent }).length;
+  try {
+    // the issue's case: 2.2 MB printed, the daemon keeps 1 MiB, the host gets 400 characters
+    const r = await b.lua('for i=1,200000 do print(string.rep("y",10)) end return 1');
+    const text = r.content[0].text;
+    assert.ok(size(r) <= 400, `${size(r)} characters`);
+    assert.match(text, /^1\n\nprinted:\n[y\n]+\[output cut: 1,048,576 chars \(the daemon's max_output_bytes reached\), first \d+ shown; print less\]$/);
+    assert.equal(r.structuredContent.value, 1);
+    assert.equal(r.structuredContent.truncated, true);
+    assert.equal(r.structuredContent.output_truncated, true);
+    assert.equal(r.structuredContent.value_truncated, false);
+    assert.equal(r.structuredContent.output, text.split('\n\nprinted:\n')[1].split('\n[output cut')[0]);
+    // a value over the bound: cut, said, flagged
+    const v = await b.lua('return string.rep("x", 5000)');
+    assert.ok(size(v) <= 400);
+    assert.match(v.content[0].text, /^"x+\n\[value cut: 5,002 chars of JSON, first \d+ shown; return less\]$/);
+    assert.equal(v.structuredContent.value, null);
+    assert.equal(v.structuredContent.value_truncated, true);
+    // the neighbour that fits is not cut: 120 characters, in the text and in structuredContent
+    const fit = await b.lua('return string.rep("x", 118)');
+    assert.ok(size(fit) <= 400);
+    assert.equal(fit.structuredContent.truncated, false);
+    assert.equal(fit.structuredContent.value, 'x'.repeat(118));
+    assert.equal(fit.content[0].text, JSON.stringify('x'.repeat(118)));
+    // a failure is bounded too, its message first
+    const f = await b.lua("print(string.rep('o', 3000)) error(string.rep('m', 3000))");
+    assert.equal(f.isError, true);
+    assert.ok(size(f) <= 400, `${size(f)}`);
+    assert.match(f.content[0].text, /^error \(runtime_error\): input:1: m+ \[message cut\]\n\n\[3,001 chars of output not shown\]\n\ntool calls made: 0\n\nThe Lua state is kept as the chunk left it/);
+    assert.equal(f.structuredContent.truncated, true);
+  } finally {
+    await b.host.close();
+  }
+});
+
+test('the catalog keeps to its budget; mcp.tools and mcp.help give the rest', async () => {
+  const b = await startBridge({
+    everything,
+    filesystem: { command: process.execPath, args: [FILESYSTEM, root] },
+    toy: { command: process.execPath, args: [TOY, 'budget'] },
+  }, ['--catalog-chars', '1200']);
+  try {
+    const desc = await b.description();
+    const catalog = desc.slice(desc.indexOf('## Tools\n\n') + 10);
+    assert.ok(catalog.length <= 1200, `${catalog.length} characters`);
+    assert.match(desc, /`return mcp\.tools\(\)` lists every tool .*\(the catalog below is abridged\)/);
+    const v = value(await b.lua(`
+      local all, toys = mcp.tools(), mcp.tools('toy')
+      local h = mcp.help('everything.get_sum')
+      local s = mcp.help('toy')
+      local ok, err = pcall(mcp.help, 'nope.nothing')
+      return {#all, #toys, toys[1], h.name, h.mcp_name, h.call, h.description, h.arguments.required, #s.tools, ok, err}`));
+    assert.ok(v[0] >= 30, `${v[0]} tools`);
+    assert.equal(v[1], 9);
+    assert.equal(v[2], 'toy.pid({}) -- The process id of this server');
+    assert.deepEqual(v.slice(3, 7), ['everything.get_sum', 'get-sum', 'everything.get_sum({a: number, b: number})', 'Returns the sum of two numbers']);
+    assert.deepEqual(v[7], ['a', 'b']);
+    assert.equal(v[8], 9);
+    assert.equal(v[9], false);
+    assert.match(v[10], /^mcp\.help: no tool or server named "nope\.nothing"; mcp\.tools\(\) lists every tool/);
+  } finally {
+    await b.host.close();
+  }
+});
+
 test('tools/list_changed downstream: the bridge re-lists and tells the host', async () => {
   assert.doesNotMatch(await bridge.description(), /toy\.extra/);
   // other servers may send list_changed too (server-everything does): wait
@@ -267,6 +423,73 @@ test('a downstream server that dies mid-call: a catchable error, the rest keeps 
   assert.match(v[3], /^toy\.pid: server "toy" is not running/);
   assert.equal(v[4], 'The sum of 1 and 2 is 3.');
   assert.match(await bridge.description(), /### toy\n\(not running: the server exited\)/);
+});
+
+/**
+ * A host that speaks JSON-RPC on the bridge's stdio itself and, like the AI
+ * SDK's MCP client, can give up on a call without notifications/cancelled.
+ */
+async function rawBridge(servers, extraArgs = []) {
+  const cfg = path.join(tmp, `raw-${Math.random().toString(36).slice(2)}.json`);
+  fs.writeFileSync(cfg, JSON.stringify({ mcpServers: servers }));
+  const child = spawn(process.execPath, [BIN, '--config', cfg, '--socket', d.socketPath, ...extraArgs],
+    { stdio: ['pipe', 'pipe', 'pipe'] });
+  const waiting = new Map();
+  let buf = '';
+  child.stdout.on('data', (c) => {
+    buf += c;
+    let nl;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const m = JSON.parse(buf.slice(0, nl));
+      buf = buf.slice(nl + 1);
+      if (m.id !== undefined && waiting.has(m.id)) waiting.get(m.id)(m);
+    }
+  });
+  let id = 0;
+  const send = (m) => child.stdin.write(`${JSON.stringify(m)}\n`);
+  const request = (method, params) => {
+    const me = ++id;
+    const p = new Promise((r) => waiting.set(me, r));
+    send({ jsonrpc: '2.0', id: me, method, params });
+    return p;
+  };
+  await request('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } });
+  send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  return {
+    call: (args) => request('tools/call', { name: 'execute_lua', arguments: args }),
+    close: () => { child.stdin.end(); return new Promise((r) => child.once('exit', r)); },
+  };
+}
+
+test('a host that abandons a call: the next call waits at most --queue-wait-ms, then interrupt runs it', async () => {
+  const raw = await rawBridge({ toy: { command: process.execPath, args: [TOY, 'raw'] } },
+    ['--queue-wait-ms', String(500 * SCALE), '--timeout-ms', String(20000 * SCALE)]);
+  try {
+    assert.equal((await raw.call({ code: 'kept = 1 function f() return 2 end return 1' })).result.structuredContent.value, 1);
+    const abandoned = raw.call({ code: 'return toy.slow({ms = 15000})' }); // its host never waits for it
+    await new Promise((r) => setTimeout(r, 200));
+    let t0 = Date.now();
+    const busy = (await raw.call({ code: 'return kept' })).result;
+    const waited = Date.now() - t0;
+    assert.equal(busy.isError, true);
+    assert.equal(busy.structuredContent.error.kind, 'busy');
+    assert.ok(waited >= 450 * SCALE && waited < 3000 * SCALE, `waited ${waited} ms`);
+    assert.match(busy.content[0].text, /^error \(busy\): not run: an earlier execute_lua call has been running for \d+\.\d s and this one waited \d+\.\d s \(calls run one at a time\)\. If that call was abandoned .* call again with `interrupt = true`/);
+    t0 = Date.now();
+    const r = (await raw.call({ code: 'return {kept, type(f)}', interrupt: true })).result;
+    assert.ok(Date.now() - t0 < 3000 * SCALE, `interrupt took ${Date.now() - t0} ms`);
+    // the interrupted chunk ended its session; the data globals came back, the function did not
+    assert.deepEqual(r.structuredContent.value, [1, 'nil']);
+    const gone = (await abandoned).result;
+    assert.equal(gone.structuredContent.error.kind, 'cancelled');
+    assert.match(gone.content[0].text, /cancelled by a later execute_lua call with interrupt = true[\s\S]*This error ended the Lua session/);
+    // calls that arrive while one runs briefly still queue and all run, in order
+    const q = [raw.call({ code: "toy.slow({ms = 200}) seq = 'a' return seq" }),
+      raw.call({ code: "seq = seq .. 'b' return seq" }), raw.call({ code: "seq = seq .. 'c' return seq" })];
+    assert.deepEqual((await Promise.all(q)).map((m) => m.result.structuredContent.value), ['a', 'ab', 'abc']);
+  } finally {
+    await raw.close();
+  }
 });
 
 function procsWith(text) {
@@ -330,7 +553,7 @@ test('the bridge stops its servers on SIGTERM too', async () => {
   }
 });
 
-test('the daemon down: execute_lua answers daemon_unavailable, nothing hangs', async () => {
+test('the daemon down: execute_lua answers daemon_unavailable naming --socket, nothing hangs', async () => {
   const dead = path.join(tmp, 'dead.sock');
   const cfg = path.join(tmp, 'solo.json');
   fs.writeFileSync(cfg, JSON.stringify({ mcpServers: { toy: { command: process.execPath, args: [TOY, 'solo'] } } }));
@@ -343,7 +566,9 @@ test('the daemon down: execute_lua answers daemon_unavailable, nothing hangs', a
     const r = await host.callTool({ name: 'execute_lua', arguments: { code: 'return 1' } });
     assert.equal(r.isError, true);
     assert.equal(r.structuredContent.error.kind, 'daemon_unavailable');
-    assert.match(stderr, /sandboxd: cannot connect/);
+    assert.match(r.content[0].text, /cannot connect to sandboxd at .*dead\.sock: ENOENT: is sandboxd running\? Start it, or give sandboxd-mcp its socket with --socket PATH\./);
+    assert.doesNotMatch(r.content[0].text, /SANDBOXD_SOCKET or socketPath/);
+    assert.match(stderr, /sandboxd: cannot connect.*--socket PATH/);
   } finally {
     await host.close();
   }
@@ -363,6 +588,7 @@ test('command-line and config errors: a clear message on stderr and a non-zero e
     [['--config', path.join(tmp, 'missing.json')], 1, /cannot read/],
     [['--config', good, '--priority', 'urgent'], 2, /--priority takes low, normal or high/],
     [['--config', good, '--timeout-ms', 'soon'], 2, /--timeout-ms needs a number/],
+    [['--config', good, '--max-result-chars', '399'], 2, /--max-result-chars must be at least 400/],
     [['--bogus'], 2, /unknown argument "--bogus"/],
   ]) {
     const r = await new Promise((resolve) => {
@@ -418,9 +644,18 @@ test('the daemon restarted under the bridge: the running call fails clearly, the
     const r = await running;
     assert.equal(r.isError, true);
     assert.equal(r.structuredContent.error.kind, 'daemon_unavailable');
+    assert.match(r.content[0].text, /This error ended the Lua session/);
     fs.rmSync(dd.socketPath, { force: true });
     await dd.start();
-    assert.equal(value(await host.callTool({ name: 'execute_lua', arguments: { code: 'return kept' } })), 7);
+    const again = await host.callTool({ name: 'execute_lua', arguments: { code: 'return kept' } });
+    assert.equal(value(again), 7); // the data globals saved after the last call
+    // restarted while idle: found at the next call, which runs in a new session and says so
+    await dd.kill();
+    fs.rmSync(dd.socketPath, { force: true });
+    await dd.start();
+    const idle = await host.callTool({ name: 'execute_lua', arguments: { code: 'return kept' } });
+    assert.equal(value(idle), 7);
+    assert.match(idle.content[0].text, /^Note: the Lua state was reset before this call \(the session had ended: idle for more than .*, or the daemon restarted\)/);
   } finally {
     await host.close();
     await dd.stop();

@@ -1,14 +1,18 @@
-// The bridge's pure parts: names to Lua identifiers, results to Lua values.
+// The bridge's pure parts: names to Lua identifiers, results to Lua values,
+// results to text within the bound, the catalog within its budget.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { luaName } from '../src/names.js';
 import { toLuaValue } from '../src/unwrap.js';
+import { renderFailure, renderSuccess } from '../src/render.js';
+import { buildCatalog, catalogText, firstLine, helperFunctions } from '../src/catalog.js';
 
 test('names become Lua identifiers by the contract rule', () => {
   const taken = new Set();
-  const got = ['get-sum', '2fast', 'end', 'string', 'parallel', 'a b.c', '', 'get_sum', 'get-sum', 'ünï', 'x'.repeat(200)]
+  const got = ['get-sum', '2fast', 'end', 'string', 'parallel', 'a b.c', '', 'get_sum', 'get-sum', 'ünï', 'x'.repeat(200), 'mcp']
     .map((n) => luaName(n, taken));
+  assert.equal(got[11], 'mcp_');
   assert.deepEqual(got.slice(0, 10), ['get_sum', '_2fast', 'end_', 'string_', 'parallel_', 'a_b_c', '_', 'get_sum_2', 'get_sum_3', '_n_']);
   assert.equal(got[10], 'x'.repeat(120));
   for (const n of got) assert.match(n, /^[A-Za-z_][A-Za-z0-9_]{0,127}$/);
@@ -25,4 +29,67 @@ test('results unwrap: structuredContent, JSON text, text, content array, isError
   assert.equal(toLuaValue({ content: [] }), null);
   assert.throws(() => toLuaValue({ isError: true, content: [{ type: 'text', text: 'bad input' }] }), /^Error: bad input$/);
   assert.throws(() => toLuaValue({ isError: true, content: [] }), /without text/);
+});
+
+test('render: text and structuredContent together never exceed the bound; what is cut is said and flagged', () => {
+  const notes = [[], ['Note: the Lua state was reset before this call (the session had ended); it starts from an empty state.']];
+  let n = 0;
+  for (const max of [400, 401, 555, 1000, 24000]) {
+    for (const v of [0, 1, 99, 100, 101, 198, 500, 30000]) {
+      for (const o of [0, 1, 50, 500, 100000]) {
+        for (const truncated of [false, true]) {
+          for (const nt of notes) {
+            const value = v ? 'é'.repeat(v) : 1;
+            const r = renderSuccess({ value, output: 'o'.repeat(o), outputTruncated: truncated && o > 0, bindingNames: ['a', 'b'], notes: nt }, max);
+            const text = r.content[0].text;
+            const s = r.structuredContent;
+            const total = JSON.stringify({ type: 'text', text, structuredContent: s }).length;
+            assert.ok(total <= max, `${max}/${v}/${o}: ${total}`);
+            // what fits twice (text and structuredContent) with room for the fixed parts is not cut
+            const fits = 2 * (JSON.stringify(value, null, 1).length + o) + 200 + (nt[0]?.length ?? 0) <= max;
+            if (s.value_truncated) assert.match(text, /\[value cut: [\d,]+ chars of JSON, first [\d,]+ shown/);
+            else assert.deepEqual(s.value, value);
+            if (s.output_truncated) assert.match(text, /\[output cut|chars of output not shown/);
+            else assert.equal(s.output, 'o'.repeat(o));
+            assert.equal(s.truncated, s.value_truncated || s.output_truncated);
+            if (fits && !truncated) assert.equal(s.truncated, false, `${max}/${v}/${o}`);
+            const f = renderFailure({ kind: 'runtime_error', message: 'm'.repeat(v), output: 'o'.repeat(o), stats: { tool_calls: 2 }, notes: nt }, max);
+            const ftotal = JSON.stringify({ type: 'text', text: f.content[0].text, structuredContent: f.structuredContent }).length;
+            assert.ok(ftotal <= max, `failure ${max}/${v}/${o}: ${ftotal}`);
+            assert.match(f.content[0].text, /^error \(runtime_error\): /);
+            if (f.structuredContent.output_truncated && o) assert.match(f.content[0].text, /\[output cut|chars of output not shown/);
+            n++;
+          }
+        }
+      }
+    }
+  }
+  assert.equal(n, 800);
+  // no surrogate pair is split by a cut
+  const r = renderSuccess({ value: '😀'.repeat(300) }, 400);
+  assert.match(r.content[0].text, /^"(😀)+\n\[value cut/u);
+});
+
+test('catalog: the richest level that fits the budget, then fewer servers', () => {
+  const tool = (name, description) => ({ name, description, inputSchema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } });
+  const server = (name, k) => ({ name, tools: Array.from({ length: k }, (_, i) => tool(`tool-${i}`, `Does thing number ${i} with the given path, carefully and at length.`)) });
+  const catalog = buildCatalog([server('files', 12), server('mcp', 3), server('web', 5)]);
+  assert.deepEqual(catalog.map((c) => c.lua), ['files', 'mcp_', 'web']); // `mcp` is the bridge's own table
+  const full = catalogText(catalog, 100000);
+  assert.equal(full.level, 0);
+  assert.match(full.text, /- files\.tool_0\(\{path: string\}\) \[MCP tool "tool-0"\] -- Does thing number 0 with the given path, carefully and at length\./);
+  let last = -1;
+  for (const budget of [100000, 2000, 1500, 1200, 900, 400, 150, 60]) {
+    const c = catalogText(catalog, budget);
+    assert.ok(c.text.length <= budget, `${budget}: ${c.text.length}`);
+    assert.ok(c.level >= last);
+    last = c.level;
+  }
+  assert.match(catalogText(catalog, 400).text, /12 tools: `mcp\.tools\("files"\)` lists them/);
+  assert.match(catalogText(catalog, 60).text, /more servers: .*`mcp\.tools\(\)` lists every tool/);
+  assert.equal(firstLine('A long sentence that goes on and on until it has to be cut somewhere', 30), 'A long sentence that goes...');
+  const h = helperFunctions(() => catalog);
+  assert.equal(h.tools('web', {}).length, 5);
+  assert.equal(h.help('files.tool-3', {}).name, 'files.tool_3');
+  assert.throws(() => h.help('nope', {}), /no tool or server named "nope"/);
 });
