@@ -180,17 +180,24 @@ soak: all
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd /usr/bin/python3 tests/reliability/soak.py $(SOAK_SECONDS)
 
 # The Node packages with Node's own test runner against the daemon in $(O):
-# client/node (the npm package sandboxd) and client/mcp (sandboxd-mcp, end to
-# end with real MCP servers from npm), after a smoke run of bench/node_tools.mjs
-# (tiny counts: it only has to work).  npm ci installs the committed lock
-# file, only when node_modules is missing or older than the lock.
-NODE_SUITES := client/node client/mcp
-test-node: all client/mcp/node_modules/.package-lock.json
+# client/node (the npm package sandboxd), client/mcp (sandboxd-mcp, end to
+# end with real MCP servers from npm) and client/mcp/hosts (the bridge under
+# the MCP hosts people use), after a smoke run of bench/node_tools.mjs (tiny
+# counts: it only has to work); then the same suites on Debian 12's Node 18
+# (scripts/node18 unpacks it into build/node18; skipped where there is none).
+# npm ci installs each committed lock file, only when node_modules is missing
+# or older than the lock.
+NODE_SUITES := client/node client/mcp client/mcp/hosts
+test-node: all client/mcp/node_modules/.package-lock.json client/mcp/hosts/node_modules/.package-lock.json
 	$(MAKE) -C bench loadgen
 	node bench/node_tools.mjs --smoke --sandboxd $(CURDIR)/$(O)/sandboxd
 	@set -e; for p in $(NODE_SUITES); do echo "== $$p"; \
 	  (cd $$p && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
 	   node --test test/*.test.mjs); done
+	@set -e; n18=$$(scripts/node18) || { echo "== Node 18: none here, skipped"; exit 0; }; \
+	for p in $(NODE_SUITES); do echo "== $$p on Node $$($$n18 --version)"; \
+	  (cd $$p && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
+	   $$n18 --test test/*.test.mjs); done
 
 # Tool calls/s through the Node client against the C load generator, and the
 # latency execute_lua adds over its two MCP round trips (bench/node_tools.mjs).
@@ -200,6 +207,9 @@ bench-node: all client/mcp/node_modules/.package-lock.json
 
 client/mcp/node_modules/.package-lock.json: client/mcp/package-lock.json client/mcp/package.json | $(DEPS_MK)
 	cd client/mcp && npm ci --no-audit --no-fund
+	@touch $@
+client/mcp/hosts/node_modules/.package-lock.json: client/mcp/hosts/package-lock.json client/mcp/hosts/package.json | $(DEPS_MK)
+	cd client/mcp/hosts && npm ci --no-audit --no-fund
 	@touch $@
 
 test: deps
