@@ -615,7 +615,7 @@ def test_zygote_killed_repeatedly_under_load(daemon):
         load.stop.set()
         return await task
     counts = asyncio.run(run())
-    assert len(kills) >= 10, kills
+    assert len(kills) >= 8, kills      # a gap inside a back-off finds no zygote
     assert_clean(counts, allowed={"crashed", "internal_error"})
     recover(d, time.monotonic())
 
