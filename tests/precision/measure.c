@@ -184,6 +184,7 @@ static void *cap_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     struct heap *h = ud;
     size_t old = ptr ? osize : 0;
     void *p;
+    int fresh;
 
     if (nsize == 0) {
         free(ptr);
@@ -199,9 +200,12 @@ static void *cap_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
             && !(is_buffer_site(ra) && collect_for_buffer(h) && fits(h, nsize - old)))
             return NULL;
     }
+    fresh = ptr == NULL;
     p = realloc(ptr, nsize);
     if (p == NULL)
         return nsize <= old ? ptr : NULL;
+    if (nsize > old)
+        charges_allocated(fresh, osize, nsize);
     h->used = h->used - old + nsize;
     if (h->used > h->peak)
         h->peak = h->used;
@@ -545,7 +549,9 @@ static void run_once(struct run *r)
         mask = LUA_MASKCALL | LUA_MASKRET | (r->hook > 0 ? LUA_MASKCOUNT : 0);
         g_running = L;
         lua_sethook(L, hook, mask, r->hook > 0 ? r->hook : 0);
+        charges_running(1);
         status = lua_pcall(L, 0, LUA_MULTRET, 0);
+        charges_running(0);
         lua_sethook(L, NULL, 0, 0);
         g_running = NULL;
     }
