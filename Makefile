@@ -139,7 +139,8 @@ test-integration: all $(O)/tests/lua_meter
 test-precision: all
 	@mkdir -p $(O)/precision
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $(O)/precision/measure tests/precision/measure.c \
-	  tests/precision/charges.c $(LDFLAGS) $(PKG_LIBS) -lm
+	  tests/precision/charges.c daemon/worker/charge.c daemon/worker/charge_match.c \
+	  $(LDFLAGS) $(PKG_LIBS) -lm
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd PRECISION_MEASURE=$(CURDIR)/$(O)/precision/measure \
 	SANDBOXD_SANITIZE=$(SANITIZE) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/precision
 

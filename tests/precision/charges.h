@@ -14,10 +14,10 @@
  *   charges_allocated(...)     called by the harness's allocator with every
  *                              growth it grants (fresh: a new block, osize
  *                              then its type tag).
- *   charges_rates              a short text naming the rates in force: part
- *                              of the key under which measurements are
- *                              cached (tests/precision/needs.json), so
- *                              changing a rate re-measures every program.
+ *   charges_rates              a short text naming where the rates are; the
+ *                              measurement cache's key hashes that text and
+ *                              the charge sources (tests/precision/harness.py),
+ *                              so changing a rate re-measures every program.
  */
 #ifndef PRECISION_CHARGES_H
 #define PRECISION_CHARGES_H

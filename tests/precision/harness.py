@@ -49,6 +49,9 @@ ic = _load_integration_conftest()
 BUILD = os.path.join(REPO, "build", "precision")
 MEASURE = os.environ.get("PRECISION_MEASURE") or os.path.join(BUILD, "measure")
 HARNESS_SOURCES = ["measure.c", "charges.c", "charges.h"]
+# sandboxd's charge module, which charges.c links: its rates are part of the need.
+CHARGE_SOURCES = ["daemon/worker/charge.c", "daemon/worker/charge_match.c",
+                  "daemon/worker/charge.h"]
 COMMITTED_CACHE = os.path.join(HERE, "needs.json")
 LOCAL_CACHE = os.path.join(BUILD, "needs.json")
 REPORT = os.path.join(BUILD, "report.md")
@@ -86,23 +89,26 @@ def all_programs():
 def build_measure():
     """Build the harness when it is missing or older than its sources (a
     direct pytest run; the Makefile target builds it first)."""
-    srcs = [os.path.join(HERE, s) for s in HARNESS_SOURCES]
+    srcs = [os.path.join(HERE, s) for s in HARNESS_SOURCES] + \
+        [os.path.join(REPO, s) for s in CHARGE_SOURCES]
     if os.path.exists(MEASURE) and all(os.path.getmtime(MEASURE) >= os.path.getmtime(s)
                                        for s in srcs):
         return
     flags = subprocess.run(["pkg-config", "--cflags", "--libs", "lua5.3"], check=True,
                            capture_output=True, text=True).stdout.split()
     os.makedirs(os.path.dirname(MEASURE), exist_ok=True)
-    subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-I", REPO,
-                    "-o", MEASURE, srcs[0], srcs[1]] + flags + ["-lm"], check=True)
+    subprocess.run(["cc", "-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror",
+                    "-I", REPO, "-o", MEASURE] + [s for s in srcs if s.endswith(".c")]
+                   + flags + ["-lm"], check=True)
 
 
 def harness_key():
     """What a measurement depends on besides the program: the harness's
     sources, the Lua release it runs, and the charge rates it adds."""
     h = hashlib.sha256()
-    for s in HARNESS_SOURCES:
-        with open(os.path.join(HERE, s), "rb") as f:
+    for path in [os.path.join(HERE, s) for s in HARNESS_SOURCES] + \
+            [os.path.join(REPO, s) for s in CHARGE_SOURCES]:
+        with open(path, "rb") as f:
             h.update(f.read())
     h.update(subprocess.run([MEASURE, "version"], check=True, capture_output=True).stdout)
     return h.hexdigest()
