@@ -980,7 +980,9 @@ static int tv_value(struct tv *t, int depth, int is_key)
             return tv_fail(t, err_value);
     if (j == t->i)
         return tv_fail(t, err_value);
-    t->i = j;
+    /* jansson reads one byte past a bare token and cannot put back a NUL:
+     * it takes "46\0]" as [46], so this reader does too */
+    t->i = j < t->n && t->s[j] == '\0' ? j + 1 : j;
     return 0;
 }
 

@@ -413,9 +413,10 @@ static size_t scan_value(const char *s, size_t n, size_t i)
         return scan_string(s, n, i);
     if (s[i] != '[' && s[i] != '{') {
         while (i < n && !is_blank(s[i]) && s[i] != ',' && s[i] != '}' && s[i] != ']' &&
-               s[i] != ':' && s[i] != '"' && s[i] != '[' && s[i] != '{')
+               s[i] != ':' && s[i] != '"' && s[i] != '[' && s[i] != '{' && s[i] != '\0')
             i++;
-        return i;
+        /* one NUL right after a bare token is dropped, as jansson does */
+        return i < n && s[i] == '\0' ? i + 1 : i;
     }
     for (; i < n; i++) {
         if (s[i] == '"')
@@ -457,14 +458,14 @@ json_t *rpc_scan_id(const char *s, size_t n)
         }
         i = scan_blanks(s, n, i + 1);
         ve = scan_value(s, n, i);
-        if (ve < n && rpc_string_is(key, "id", 2) &&
-            (v = json_loadb(s + i, ve - i, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err)) != NULL) {
-            if (id_usable(v)) {
-                json_decref(id);
-                id = v;                 /* the last one wins, as in a parse */
-            } else {
+        if (rpc_string_is(key, "id", 2)) {
+            /* the last one wins, as in a parse: one that is cut, or not a
+             * string or an integer, leaves no id */
+            v = ve < n ? json_loadb(s + i, ve - i, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err) : NULL;
+            json_decref(id);
+            id = v && id_usable(v) ? v : NULL;
+            if (v && !id)
                 json_decref(v);
-            }
         }
         json_decref(key);
         i = scan_blanks(s, n, ve);

@@ -103,8 +103,9 @@ void rpc_msg_clear(struct rpc_msg *msg);
  * bytes), so the refusal can carry it: one pass over the members of the
  * top-level object, values skipped by bracket count, stopping at the first
  * byte that cannot continue the object.  Returns a new reference to the
- * last "id" member read whole, when it is a string or an integer; else
- * NULL (answer with null).  O(n); builds nothing but that id. */
+ * value of the last "id" member read, when it was read whole and is a
+ * string or an integer; else NULL (answer with null).  O(n); builds
+ * nothing but that id. */
 json_t *rpc_scan_id(const char *s, size_t n);
 
 /* Exact string tests for text a peer sent, which may hold "\u0000": a C

@@ -698,6 +698,25 @@ static void test_names_text(void **state)
         expect_text_names(ok[i]);
     for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
         expect_malformed(bad[i]);
+    {
+        /* jansson takes one NUL right after a bare token ("46\0]" is [46]);
+         * the text reader reads what jansson reads */
+        static const char nul[] = "[[\"a\",[\"t\",[[1,46\0],[true\0,2]]]],[\"b\",-7\0]]";
+        const char *err = NULL;
+        json_error_t je;
+        json_t *b = json_loadb(nul, sizeof nul - 1, JSON_ALLOW_NUL, &je), *got;
+        char *out = NULL;
+        size_t len;
+
+        assert_non_null(b);
+        assert_non_null(bindings_names(b, &err));
+        assert_int_equal(bindings_names_text(nul, sizeof nul - 1, &out, &len, &err), 0);
+        got = json_loadb(out, len, 0, &je);
+        assert_true(json_is_array(got) && json_array_size(got) == 2);
+        json_decref(got);
+        free(out);
+        json_decref(b);
+    }
 }
 
 int main(void)

@@ -651,6 +651,8 @@ static void test_scan_id(void **state)
         { "{\"\\u0069\\u0064\":3,", "3" },
         { "{\"params\":{\"id\":4},\"z\":}", NULL },      /* not a top-level member */
         { "{\"id\":1.5,\"x\":}", NULL },                  /* not an id's type */
+        { "{\"id\":1,\"id\":1.5,\"x\":}", NULL },         /* the last one wins */
+        { "{\"id\":1,\"id\":{\"a\":", NULL },
         { "{\"id\":true}", NULL },
         { "{\"id\":{\"a\":1}}", NULL },
         { "{\"id\":12", NULL },                             /* cut: maybe 123 */
@@ -673,6 +675,14 @@ static void test_scan_id(void **state)
             fail_msg("%s: scanned %s", cases[i].line, id ? "an id" : "nothing");
         json_decref(id);
         json_decref(want);
+    }
+    {
+        /* one NUL after a bare token is dropped, as jansson drops it: the
+         * later id still wins */
+        static const char nul[] = "{\"id\":1\0,\"id\":2,\"x\":}";
+        json_t *id = rpc_scan_id(nul, sizeof nul - 1);
+        assert_true(json_is_integer(id) && json_integer_value(id) == 2);
+        json_decref(id);
     }
 }
 
