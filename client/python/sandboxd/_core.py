@@ -1,8 +1,11 @@
 """sandboxd._core - what the blocking and the asyncio client share: the
 default socket, the connection's knowledge from `describe`, building requests,
-the state of one execution, turning a tool's outcome into the answer line
-(with the outgoing size guard), and turning an answer into a Result or an
-exception.  No I/O happens here.
+the state of one execution, what a connection does with each incoming line
+(ConnCore), turning a tool's outcome into the answer line (with the outgoing
+size guard), turning an answer into a Result or an exception, the clients'
+settings and request parameters (ClientCore), and the rules of a session
+(SessionCore).  No I/O happens here: sync.py reads and writes with blocking
+calls, aio.py with asyncio; each calls into this module between them.
 """
 
 import json
@@ -21,6 +24,7 @@ BOOT_LINE_LIMIT = 1 << 20
 DEADLINE_GRACE_S = 2.0
 TOOL_ERROR_CODE = 1
 
+_loads = json.loads
 _dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False,
                           separators=(",", ":")).encode
 
@@ -233,6 +237,134 @@ class Execution:
                           "client" % (t, fn)}
         return f, args if isinstance(args, list) else []
 
+    def finish(self, wire, show):
+        """The Result of the execute answer `wire`; output the daemon did not
+        stream is handed to the output callback now, through show(fn, text)."""
+        r = Result.from_wire(wire)
+        if self.stream is not None and not self.live and r.output:
+            show(self.stream, r.output)
+        return r
+
+    def failed(self, exc, show):
+        """The exception to raise for an execute that ended in exc (see
+        execute_error), its output handed to the callback as in finish."""
+        exc = execute_error(exc, self)
+        if self.stream is not None and not self.live and exc.output:
+            show(self.stream, exc.output)
+        return exc
+
+
+def start_execute(info, code, toolset, bindings, timeout_ms, limits, stream, max_tool_calls,
+                  session, grace):
+    """(params, Execution, deadline in seconds or None) for one execute on a
+    connection that knows `info`."""
+    params, budget = execute_params(code, toolset, bindings, timeout_ms, limits, stream,
+                                    max_tool_calls, info, session)
+    ex = Execution(None, toolset, budget, stream, "stream_output" in params)
+    return params, ex, deadline_s(timeout_ms, info, grace)
+
+
+def tool_line(tid, fn, args, info, ex):
+    """The answer line for a tool function run now: fn(*args)'s value, or
+    the error for the Exception it raised.  A BaseException (SystemExit,
+    KeyboardInterrupt) propagates: the caller ends the execution with
+    fatal_line and re-raises it."""
+    try:
+        return answer_line(tid, fn(*args), None, info, ex)
+    except Exception as e:
+        return answer_line(tid, exc=e, info=info, ex=ex)
+
+
+def fatal_line(tid, exc, info, ex):
+    """The answer that aborts the execution whose tool raised BaseException exc."""
+    return answer_line(tid, exc=errors.ToolAbort("%s in the tool" % type(exc).__name__),
+                       info=info, ex=ex)
+
+
+class ConnCore:
+    """What a connection does with the daemon's lines, whatever its I/O.
+
+    A subclass reads the lines (into self.input), calls message() for each
+    one in order, and provides:
+      fail(err)                 the connection is lost: every waiting call raises err
+      write(line)               send one line
+      answered(rid, msg)        the answer msg to request rid (the id may be unknown)
+      run_tool(ex, tid, f, args)  run tool function f for the call tid of ex and
+                                send its answer (tool_line), now or later
+      show(fn, text)            hand output text to an output callback; a failing
+                                callback must not stop the reader
+    """
+
+    def __init__(self, client):
+        self.client = client
+        self.input = LineReader(BOOT_LINE_LIMIT)
+        self.pending = {}               # request id -> what its answer resolves
+        self.executions = {}            # request id of an execute -> its Execution
+        self.info = None
+        self.lost = None
+
+    def described(self, d):
+        """Take the answer to `describe`: the limits of the daemon on this
+        connection (incoming lines may now be as long as an answer can be)."""
+        self.info = Info(d)
+        self.input.limit = self.info.line_limit
+
+    def message(self, line):
+        try:
+            msg = _loads(line.decode("utf-8"))
+        except ValueError:                          # UnicodeDecodeError too
+            if line.strip():
+                self.fail(errors.ProtocolError("the daemon sent a line that is not JSON: %r"
+                                               % bytes(line[:200])))
+            return
+        if type(msg) is not dict:
+            self.fail(errors.ProtocolError("the daemon sent a non-object message"))
+            return
+        method = msg.get("method")
+        if method is not None:
+            if method == "tool/call" and "id" in msg:
+                self.tool_call(msg)
+            elif method == "execution/output":
+                self.output(msg.get("params"))
+            return
+        rid = msg.get("id")
+        if type(rid) in (int, str):
+            self.answered(rid, msg)
+            return
+        err = msg.get("error")
+        if rid is None and isinstance(err, dict):
+            e = errors.error_from_wire(err)
+            if e.kind in ("forbidden", "busy"):         # said on connect, then closed
+                self.fail(e)
+
+    def execution(self, params):
+        """The execution in flight that a notification's params name, or None."""
+        if type(params) is not dict:
+            return None
+        eid = params.get("execution_id")
+        return self.executions.get(eid) if type(eid) in (int, str) else None
+
+    def output(self, params):
+        ex = self.execution(params)
+        if ex is not None and ex.stream is not None and not ex.done:
+            text = params.get("text")
+            if isinstance(text, str):
+                self.show(ex.stream, text)
+
+    def tool_call(self, msg):
+        tid = msg["id"]
+        params = msg.get("params")
+        ex = self.execution(params)
+        if ex is None or ex.done:
+            self.write(answer_line(tid, exc={"code": TOOL_ERROR_CODE,
+                                             "message": "no execution waits for this call"}))
+            return
+        f, args = ex.resolve(params)
+        if f is None:
+            self.write(answer_line(tid, exc=args, info=self.info, ex=ex))
+            return
+        self.run_tool(ex, tid, f, args)
+
 
 def error_object(exc, ex=None):
     """The tool error answer for an exception a tool raised."""
@@ -309,3 +441,143 @@ def deadline_error(secs, grace):
 
 def conn_lost_error(reason):
     return errors.DaemonUnavailable("the connection to sandboxd was lost: %s" % reason)
+
+
+class ClientCore:
+    """The settings and the request parameters both clients share; the
+    connection itself (self._conn) is opened by each client its own way."""
+
+    session_class = None                # the client's Session type
+
+    def __init__(self, socket, connect_timeout, tool_threads, deadline_grace):
+        self.deadline_grace = deadline_grace
+        self.socket_path = socket_path(socket)
+        self.connect_timeout = connect_timeout
+        self.tool_threads = tool_threads
+        self._conn = None
+        self._threads = None
+        self._prompt_info = {}
+
+    def _drop_connection(self):
+        c, self._conn = self._conn, None
+        if c is not None:
+            c.fail(errors.DaemonUnavailable("the client was closed"))
+
+    def _connect_error(self, exc):
+        return errors.DaemonUnavailable("cannot connect to sandboxd at %s: %s"
+                                        % (self.socket_path, exc))
+
+    @staticmethod
+    def _check_params(code, tools):
+        params = {"code": code}
+        ts = ToolSet(tools)
+        if ts:
+            params["tools"] = ts.wire
+        return params
+
+    @staticmethod
+    def _prompt_params(session):
+        return {"session": True} if session else None
+
+    def session(self, *, tools=None, bindings=None, timeout_ms=None, limits=None, daemon=None):
+        """A session (see SessionCore for the rules), opened on its first use
+        or on entering it as a context manager."""
+        return self.session_class(self, tools, bindings, timeout_ms, limits, daemon)
+
+
+class SessionCore:
+    """A conversation's sandbox state: the rules both clients' sessions
+    follow (sync.Session, aio.AsyncSession), their I/O left to them.
+
+    daemon=None (default): a daemon session (one worker keeps the Lua state,
+    functions included) when describe lists "sessions", else a stateless
+    session.  daemon=True requires the daemon's; daemon=False never uses it.
+
+    A stateless session holds .bindings and passes them to every execute;
+    they change only when an execute succeeds (after an error the previous
+    ones stand, as in Legion).  A daemon session keeps its state in the
+    daemon; when an error ends it (error.session_closed) or the connection
+    is lost, the next execute opens a new one from the initial bindings, and
+    .restarts counts how often that happened.
+    """
+
+    def __init__(self, client, tools, bindings, timeout_ms, limits, daemon):
+        self.client = client
+        self.toolset = ToolSet(tools)
+        self.initial_bindings = list(bindings or [])
+        self.bindings = list(self.initial_bindings)
+        self.timeout_ms = timeout_ms
+        self.limits = dict(limits or {})
+        self.want_daemon = daemon
+        self.id = None
+        self.restarts = -1
+        self.closed = False
+        self.stateful = None            # decided on open
+        self._conn = None
+
+    def _check_open(self):
+        if self.closed:
+            raise errors.make_error("session_not_found", "this session was closed")
+
+    def _open_params(self, conn):
+        """The params of the session/open to send on conn, or None when no
+        session needs opening there (stateless, or already open on conn)."""
+        if self.stateful is None:
+            has = "sessions" in conn.info.features
+            if self.want_daemon and not has:
+                raise errors.make_error("method_not_found", "this daemon has no sessions "
+                                        "(describe does not list the feature)")
+            self.stateful = has if self.want_daemon is None else bool(self.want_daemon)
+        if not self.stateful or (self.id is not None and self._conn is conn):
+            return None
+        p = {}
+        if self.toolset:
+            p["tools"] = self.toolset.wire
+        if self.initial_bindings:
+            p["bindings"] = self.initial_bindings
+        if self.timeout_ms is not None:
+            p["timeout_ms"] = self.timeout_ms
+        if self.limits:
+            p["limits"] = self.limits
+        return p
+
+    def _opened(self, conn, r):
+        if not isinstance(r, dict) or not isinstance(r.get("session"), str):
+            raise errors.ProtocolError("session/open answered %r" % (r,))
+        self.id, self._conn = r["session"], conn
+        self.restarts += 1
+
+    def _execute_args(self, conn, code, timeout_ms, limits, stream_output, max_tool_calls):
+        """The arguments of the client's _execute for one execute in this session."""
+        if timeout_ms is None:
+            timeout_ms = self.timeout_ms
+        if not self.stateful:
+            return (conn, code, self.toolset, self.bindings, timeout_ms,
+                    dict(self.limits, **(limits or {})), stream_output, max_tool_calls, None)
+        return (conn, code, self.toolset, None, timeout_ms, limits, stream_output,
+                max_tool_calls, self.id)
+
+    def _executed(self, r):
+        if not self.stateful:
+            self.bindings = r.bindings if r.bindings is not None else []
+        return r
+
+    def _failed(self, e):
+        """An execute raised e: a daemon session it ended is opened anew next time."""
+        if self.stateful and (e.session_closed or e.kind == "session_not_found"
+                              or isinstance(e, errors.DaemonUnavailable)):
+            self.id = None
+
+    def _local_snapshot(self):
+        return {"bindings": self.bindings, "binding_names": [p[0] for p in self.bindings]}
+
+    def _closing(self):
+        """(session id, connection) to send session/close on, or (None, None);
+        the session counts as closed from here on."""
+        if self.closed:
+            return None, None
+        self.closed = True
+        sid, conn, self.id = self.id, self._conn, None
+        if sid is not None and conn is not None and conn.lost is None:
+            return sid, conn
+        return None, None

@@ -21,32 +21,23 @@ over the daemon's max_message_bytes are never sent (see _core).
 
 import asyncio
 import contextvars
-import json
 import queue
 import threading
 
 from . import _core, errors
-from ._core import Execution, Info, Result
 from .tools import ToolSet
 
 __all__ = ["AsyncClient", "AsyncSession"]
 
-_loads = json.loads
 
-
-class _Conn(asyncio.BufferedProtocol):
+class _Conn(_core.ConnCore, asyncio.BufferedProtocol):
     """One connection: owns the transport, the pending futures by request id
     and the executions in flight by id."""
 
     def __init__(self, client, loop):
-        self.client = client
+        super().__init__(client)
         self.loop = loop
         self.transport = None
-        self.reader = _core.LineReader(_core.BOOT_LINE_LIMIT)
-        self.pending = {}
-        self.executions = {}
-        self.info = None
-        self.lost = None
         self.next_id = 0
         self.paused = False
         self.drain_waiters = []
@@ -79,14 +70,14 @@ class _Conn(asyncio.BufferedProtocol):
 
     def get_buffer(self, sizehint):
         try:
-            return self.reader.space()
+            return self.input.space()
         except errors.ProtocolError as e:
             self.fail(e)
             return memoryview(bytearray(_core.LineReader.CHUNK))   # read into nothing
 
     def buffer_updated(self, nbytes):
         try:
-            lines = self.reader.feed(nbytes)
+            lines = self.input.feed(nbytes)
         except errors.ProtocolError as e:
             self.fail(e)
             return
@@ -127,74 +118,23 @@ class _Conn(asyncio.BufferedProtocol):
             self.transport.write(line)
 
     # ---------------------------------------------------------- incoming messages
-    def message(self, line):
-        try:
-            msg = _loads(line.decode("utf-8"))
-        except ValueError:                          # UnicodeDecodeError too
-            if line.strip():
-                self.fail(errors.ProtocolError("the daemon sent a line that is not JSON: %r"
-                                               % bytes(line[:200])))
-            return
-        if type(msg) is not dict:
-            self.fail(errors.ProtocolError("the daemon sent a non-object message"))
-            return
-        method = msg.get("method")
-        if method is not None:
-            if method == "tool/call" and "id" in msg:
-                self.tool_call(msg)
-            elif method == "execution/output":
-                self.output(msg.get("params"))
-            return
-        rid = msg.get("id")
-        fut = self.pending.pop(rid, None) if type(rid) in (int, str) else None
-        if fut is None:
-            err = msg.get("error")
-            if rid is None and isinstance(err, dict):
-                e = errors.error_from_wire(err)
-                if e.kind in ("forbidden", "busy"):         # said on connect, then closed
-                    self.fail(e)
-            return
-        if fut.done():
+    def answered(self, rid, msg):
+        fut = self.pending.pop(rid, None)
+        if fut is None or fut.done():
             return
         if "error" in msg:
             fut.set_exception(errors.error_from_wire(msg["error"]))
         else:
             fut.set_result(msg.get("result"))
 
-    def _execution(self, params):
-        if type(params) is not dict:
-            return None
-        eid = params.get("execution_id")
-        return self.executions.get(eid) if type(eid) in (int, str) else None
+    def show(self, fn, text):
+        _call_hook(fn, text, self.loop)
 
-    def output(self, params):
-        ex = self._execution(params)
-        if ex is not None and ex.stream is not None and not ex.done:
-            text = params.get("text")
-            if isinstance(text, str):
-                _call_hook(ex.stream, text, self.loop)
-
-    def tool_call(self, msg):
-        tid = msg["id"]
-        params = msg.get("params")
-        ex = self._execution(params)
-        if ex is None or ex.done:
-            self.write(_core.answer_line(tid, exc={"code": _core.TOOL_ERROR_CODE,
-                                                   "message": "no execution waits for this call"}))
-            return
-        f, args = ex.resolve(params)
-        if f is None:
-            self.write(_core.answer_line(tid, exc=args, info=self.info, ex=ex))
-            return
+    def run_tool(self, ex, tid, f, args):
         if f.inline:                                # quick by its author's word: no task
-            try:
-                line = _core.answer_line(tid, f.fn(*args), None, self.info, ex)
-            except Exception as e:
-                line = _core.answer_line(tid, exc=e, info=self.info, ex=ex)
-            self.write(line)
-            return
-        if f.is_async:
-            ex.tasks.add(self.loop.create_task(self.run_tool(ex, tid, f, args)))
+            self.write(_core.tool_line(tid, f.fn, args, self.info, ex))
+        elif f.is_async:
+            ex.tasks.add(self.loop.create_task(self.tool_task(ex, tid, f, args)))
         else:
             self.client._pool().submit(self._thread_job(ex, tid, f, args))
 
@@ -206,13 +146,10 @@ class _Conn(asyncio.BufferedProtocol):
         def job():
             fatal = None
             try:
-                line = _core.answer_line(tid, ctx.run(f.fn, *args), None, info, ex)
-            except Exception as e:
-                line = _core.answer_line(tid, exc=e, info=info, ex=ex)
+                line = _core.tool_line(tid, ctx.run, (f.fn, *args), info, ex)
             except BaseException as e:              # SystemExit: end the execution, then it
                 fatal = e
-                line = _core.answer_line(tid, exc=errors.ToolAbort(
-                    "%s in the tool" % type(e).__name__), info=info, ex=ex)
+                line = _core.fatal_line(tid, e, info, ex)
             try:
                 loop.call_soon_threadsafe(self._thread_done, ex, line, fatal)
             except RuntimeError:
@@ -225,7 +162,7 @@ class _Conn(asyncio.BufferedProtocol):
         if fatal is not None:
             raise fatal
 
-    async def run_tool(self, ex, tid, f, args):
+    async def tool_task(self, ex, tid, f, args):
         try:
             line = _core.answer_line(tid, await f.fn(*args), None, self.info, ex)
         except asyncio.CancelledError:
@@ -234,8 +171,7 @@ class _Conn(asyncio.BufferedProtocol):
             line = _core.answer_line(tid, exc=e, info=self.info, ex=ex)
         except BaseException as e:                  # SystemExit, KeyboardInterrupt: stop it all
             if not ex.done:
-                self.write(_core.answer_line(tid, exc=errors.ToolAbort(
-                    "%s in the tool" % type(e).__name__), info=self.info, ex=ex))
+                self.write(_core.fatal_line(tid, e, self.info, ex))
             raise
         finally:
             ex.tasks.discard(asyncio.current_task())
@@ -338,7 +274,7 @@ def _call_hook(fn, text, loop):
         pass                                        # a broken output hook must not stop the reader
 
 
-class AsyncClient:
+class AsyncClient(_core.ClientCore):
     """The asyncio client (client/python/README.md).
 
         async with sandboxd.AsyncClient() as c:
@@ -354,15 +290,9 @@ class AsyncClient:
 
     def __init__(self, socket=None, *, connect_timeout=5.0, tool_threads=32,
                  deadline_grace=_core.DEADLINE_GRACE_S):
-        self.deadline_grace = deadline_grace
-        self.socket_path = _core.socket_path(socket)
-        self.connect_timeout = connect_timeout
-        self.tool_threads = tool_threads
-        self._conn = None
+        super().__init__(socket, connect_timeout, tool_threads, deadline_grace)
         self._lock = None
         self._lock_loop = None
-        self._threads = None
-        self._prompt_info = {}
 
     async def __aenter__(self):
         await self._connection()
@@ -373,9 +303,7 @@ class AsyncClient:
 
     async def close(self):
         """Close the connection (its executions are cancelled by the daemon)."""
-        c, self._conn = self._conn, None
-        if c is not None:
-            c.fail(errors.DaemonUnavailable("the client was closed"))
+        self._drop_connection()
         if self._threads is not None:
             self._threads.shutdown()
             self._threads = None
@@ -408,15 +336,12 @@ class AsyncClient:
                 _, conn = await loop.create_unix_connection(lambda: _Conn(self, loop),
                                                             self.socket_path)
         except (OSError, TimeoutError) as e:
-            raise errors.DaemonUnavailable("cannot connect to sandboxd at %s: %s"
-                                           % (self.socket_path, e)) from e
+            raise self._connect_error(e) from e
         try:
-            info = Info(await conn.call("describe", None))
+            conn.described(await conn.call("describe", None))
         except BaseException:
             conn.fail(errors.DaemonUnavailable("connection abandoned"))
             raise
-        conn.info = info
-        conn.reader.limit = info.line_limit
         return conn
 
     async def _call(self, method, params=None):
@@ -438,30 +363,17 @@ class AsyncClient:
 
     async def _execute(self, conn, code, toolset, bindings, timeout_ms, limits, stream,
                        max_tool_calls, session):
-        info = conn.info
-        params, budget = _core.execute_params(code, toolset, bindings, timeout_ms, limits, stream,
-                                              max_tool_calls, info, session)
-        live = "stream_output" in params
-        ex = Execution(None, toolset, budget, stream, live)
-        deadline = _core.deadline_s(timeout_ms, info, self.deadline_grace)
+        params, ex, deadline = _core.start_execute(conn.info, code, toolset, bindings,
+                                                   timeout_ms, limits, stream, max_tool_calls,
+                                                   session, self.deadline_grace)
         try:
-            r = Result.from_wire(await conn.call("execute", params, ex, deadline))
+            return ex.finish(await conn.call("execute", params, ex, deadline), conn.show)
         except errors.SandboxdError as e:
-            e = _core.execute_error(e, ex)
-            if stream is not None and not live and e.output:
-                _call_hook(stream, e.output, conn.loop)
-            raise e
-        if stream is not None and not live and r.output:
-            _call_hook(stream, r.output, conn.loop)
-        return r
+            raise ex.failed(e, conn.show)
 
     async def check(self, code, *, tools=None):
         """Compile code in a worker: None when it compiles, else LuaError."""
-        params = {"code": code}
-        ts = ToolSet(tools)
-        if ts:
-            params["tools"] = ts.wire
-        await self._call("check", params)
+        await self._call("check", self._check_params(code, tools))
 
     async def binding_names(self, bindings):
         return await self._call("binding_names", {"bindings": bindings})
@@ -470,8 +382,7 @@ class AsyncClient:
         """The daemon's prompt texts (cached per client)."""
         key = bool(session)
         if key not in self._prompt_info:
-            self._prompt_info[key] = await self._call("prompt_info",
-                                                      {"session": True} if key else None)
+            self._prompt_info[key] = await self._call("prompt_info", self._prompt_params(key))
         return self._prompt_info[key]
 
     async def describe(self):
@@ -488,39 +399,9 @@ class AsyncClient:
         from .render import system_prompt
         return system_prompt(tools, await self.prompt_info(session=session))
 
-    def session(self, *, tools=None, bindings=None, timeout_ms=None, limits=None, daemon=None):
-        """A Session (see AsyncSession); opened on its first use or `async with`."""
-        return AsyncSession(self, tools, bindings, timeout_ms, limits, daemon)
 
-
-class AsyncSession:
-    """A conversation's sandbox state.
-
-    daemon=None (default): a daemon session (one worker keeps the Lua state,
-    functions included) when describe lists "sessions", else a stateless
-    session.  daemon=True requires the daemon's; daemon=False never uses it.
-
-    A stateless session holds .bindings and passes them to every execute;
-    they change only when an execute succeeds (after an error the previous
-    ones stand, as in Legion).  A daemon session keeps its state in the
-    daemon; when an error ends it (error.session_closed) or the connection
-    is lost, the next execute opens a new one from the initial bindings, and
-    .restarts counts how often that happened.
-    """
-
-    def __init__(self, client, tools, bindings, timeout_ms, limits, daemon):
-        self.client = client
-        self.toolset = ToolSet(tools)
-        self.initial_bindings = list(bindings or [])
-        self.bindings = list(self.initial_bindings)
-        self.timeout_ms = timeout_ms
-        self.limits = dict(limits or {})
-        self.want_daemon = daemon
-        self.id = None
-        self.restarts = -1
-        self.closed = False
-        self.stateful = None            # decided on open
-        self._conn = None
+class AsyncSession(_core.SessionCore):
+    """A conversation's sandbox state (the rules: SessionCore)."""
 
     async def __aenter__(self):
         await self.open()
@@ -530,52 +411,21 @@ class AsyncSession:
         await self.close()
 
     async def open(self):
-        if self.closed:
-            raise errors.make_error("session_not_found", "this session was closed")
+        self._check_open()
         conn = await self.client._connection()
-        if self.stateful is None:
-            has = "sessions" in conn.info.features
-            if self.want_daemon and not has:
-                raise errors.make_error("method_not_found", "this daemon has no sessions "
-                                        "(describe does not list the feature)")
-            self.stateful = has if self.want_daemon is None else bool(self.want_daemon)
-        if self.stateful and (self.id is None or self._conn is not conn):
-            p = {}
-            if self.toolset:
-                p["tools"] = self.toolset.wire
-            if self.initial_bindings:
-                p["bindings"] = self.initial_bindings
-            if self.timeout_ms is not None:
-                p["timeout_ms"] = self.timeout_ms
-            if self.limits:
-                p["limits"] = self.limits
-            r = await conn.call("session/open", p)
-            if not isinstance(r, dict) or not isinstance(r.get("session"), str):
-                raise errors.ProtocolError("session/open answered %r" % (r,))
-            self.id, self._conn = r["session"], conn
-            self.restarts += 1
+        p = self._open_params(conn)
+        if p is not None:
+            self._opened(conn, await conn.call("session/open", p))
         return conn
 
     async def execute(self, code, *, timeout_ms=None, limits=None, stream_output=None,
                       max_tool_calls=None):
-        conn = await self.open()
-        if not self.stateful:
-            lim = dict(self.limits, **(limits or {}))
-            r = await self.client._execute(conn, code, self.toolset, self.bindings,
-                                           timeout_ms if timeout_ms is not None
-                                           else self.timeout_ms, lim, stream_output,
-                                           max_tool_calls, None)
-            self.bindings = r.bindings if r.bindings is not None else []
-            return r
+        args = self._execute_args(await self.open(), code, timeout_ms, limits, stream_output,
+                                  max_tool_calls)
         try:
-            return await self.client._execute(conn, code, self.toolset, None,
-                                              timeout_ms if timeout_ms is not None
-                                              else self.timeout_ms, limits, stream_output,
-                                              max_tool_calls, self.id)
+            return self._executed(await self.client._execute(*args))
         except errors.SandboxdError as e:
-            if e.session_closed or e.kind == "session_not_found" or isinstance(
-                    e, errors.DaemonUnavailable):
-                self.id = None
+            self._failed(e)
             raise
 
     async def snapshot(self):
@@ -583,18 +433,17 @@ class AsyncSession:
         bindings (for a checkpoint, a new session or a stateless execute)."""
         conn = await self.open()
         if not self.stateful:
-            return {"bindings": self.bindings,
-                    "binding_names": [p[0] for p in self.bindings]}
+            return self._local_snapshot()
         return await conn.call("session/snapshot", {"session": self.id})
 
     async def close(self):
         """End the session (the daemon's worker is gone when this returns)."""
-        if self.closed:
-            return
-        self.closed = True
-        sid, conn, self.id = self.id, self._conn, None
-        if sid is not None and conn is not None and conn.lost is None:
+        sid, conn = self._closing()
+        if sid is not None:
             try:
                 await conn.call("session/close", {"session": sid})
             except errors.SessionNotFound:
                 pass
+
+
+AsyncClient.session_class = AsyncSession

@@ -24,19 +24,16 @@ import collections
 import concurrent.futures
 import inspect
 import itertools
-import json
 import socket as _socket
 import struct
 import threading
 import time
 
 from . import _core, errors
-from ._core import Execution, Info, Result
 from .tools import ToolSet
 
 __all__ = ["Client", "Session"]
 
-_loads = json.loads
 _monotonic = time.monotonic
 _TICK = struct.pack("ll", 0, 50000)         # 50 ms: how late a deadline may be noticed
 
@@ -50,12 +47,12 @@ class _Slot:
         self.error = None
 
 
-class _Conn:
+class _Conn(_core.ConnCore):
     """One connection of a Client: the socket, the answers waited for by
-    request id, the executions by id, and which thread reads now."""
+    request id (slots), and which thread reads now."""
 
     def __init__(self, client, sock):
-        self.client = client
+        super().__init__(client)
         self.sock = sock
         self.wlock = threading.Lock()
         self.mutex = threading.Lock()               # the state below; `with` on it is cheap
@@ -63,11 +60,6 @@ class _Conn:
         self.waiting = 0                            # threads in cond.wait
         self.reader = None
         self.lines = collections.deque()
-        self.input = _core.LineReader(_core.BOOT_LINE_LIMIT)
-        self.pending = {}
-        self.executions = {}
-        self.info = None
-        self.lost = None
         self.ids = itertools.count(1)
 
     def fail(self, err):
@@ -217,36 +209,7 @@ class _Conn:
         return True
 
     # ---------------------------------------------------------- incoming messages
-    def message(self, line):
-        try:
-            msg = _loads(line.decode("utf-8"))
-        except ValueError:
-            if not line.strip():
-                return
-            self.fail(errors.ProtocolError("the daemon sent a line that is not JSON: %r"
-                                           % line[:200]))
-            return
-        if type(msg) is not dict:
-            self.fail(errors.ProtocolError("the daemon sent a non-object message"))
-            return
-        method = msg.get("method")
-        if method is not None:
-            if method == "tool/call" and "id" in msg:
-                self.tool_call(msg)
-            elif method == "execution/output":
-                ex = self._execution(msg.get("params"))
-                text = msg["params"].get("text") if ex is not None else None
-                if ex is not None and ex.stream is not None and isinstance(text, str):
-                    _hook(ex.stream, text)
-            return
-        rid = msg.get("id")
-        if type(rid) not in (int, str):
-            err = msg.get("error")
-            if rid is None and isinstance(err, dict):
-                e = errors.error_from_wire(err)
-                if e.kind in ("forbidden", "busy"):
-                    self.fail(e)
-            return
+    def answered(self, rid, msg):
         with self.mutex:
             slot = self.pending.get(rid)
             if slot is None or slot.done:
@@ -259,24 +222,11 @@ class _Conn:
             if self.waiting:
                 self.cond.notify_all()
 
-    def _execution(self, params):
-        if type(params) is not dict:
-            return None
-        eid = params.get("execution_id")
-        return self.executions.get(eid) if type(eid) in (int, str) else None
+    def show(self, fn, text):
+        _hook(fn, text)
 
-    def tool_call(self, msg):
-        tid = msg["id"]
-        params = msg.get("params")
-        ex = self._execution(params)
-        if ex is None or ex.done:
-            self.write(_core.answer_line(tid, exc={"code": _core.TOOL_ERROR_CODE,
-                                                   "message": "no execution waits for this call"}))
-            return
-        f, args = ex.resolve(params)
-        if f is None:
-            self.write(_core.answer_line(tid, exc=args, info=self.info, ex=ex))
-            return
+    def run_tool(self, ex, tid, f, args):
+        """In the reading thread, or in the client's pool with tool_threads."""
         pool = self.client._pool()
         if pool is None:
             self.serve(ex, tid, f, args)
@@ -285,22 +235,23 @@ class _Conn:
 
     def serve(self, ex, tid, f, args):
         try:
-            v = f.fn(*args)
-            if f.is_async or inspect.isawaitable(v):
-                v = asyncio.run(_awaited(v))
-            line = _core.answer_line(tid, v, None, self.info, ex)
-        except Exception as e:
-            line = _core.answer_line(tid, exc=e, info=self.info, ex=ex)
+            line = _core.tool_line(tid, _call_tool, (f, args), self.info, ex)
         except BaseException as e:                  # SystemExit in a pool thread: stop it all
             if threading.current_thread() is not threading.main_thread() and not ex.done:
-                self.write(_core.answer_line(tid, exc=errors.ToolAbort(
-                    "%s in the tool" % type(e).__name__), info=self.info, ex=ex))
+                self.write(_core.fatal_line(tid, e, self.info, ex))
             raise
         if not ex.done:
             try:
                 self.write(line)
             except errors.SandboxdError:
                 pass                                # the waiting call reports the loss
+
+
+def _call_tool(f, args):
+    v = f.fn(*args)
+    if f.is_async or inspect.isawaitable(v):        # a coroutine function: run to its end
+        v = asyncio.run(_awaited(v))
+    return v
 
 
 async def _awaited(v):
@@ -314,7 +265,7 @@ def _hook(fn, text):
         pass
 
 
-class Client:
+class Client(_core.ClientCore):
     """The blocking client (client/python/README.md).
 
         with sandboxd.Client() as c:
@@ -327,14 +278,8 @@ class Client:
 
     def __init__(self, socket=None, *, connect_timeout=5.0, tool_threads=0,
                  deadline_grace=_core.DEADLINE_GRACE_S):
-        self.deadline_grace = deadline_grace
-        self.socket_path = _core.socket_path(socket)
-        self.connect_timeout = connect_timeout
-        self.tool_threads = tool_threads
-        self._conn = None
+        super().__init__(socket, connect_timeout, tool_threads, deadline_grace)
         self._lock = threading.Lock()
-        self._threads = None
-        self._prompt_info = {}
 
     def __enter__(self):
         self._connection()
@@ -344,9 +289,7 @@ class Client:
         self.close()
 
     def close(self):
-        c, self._conn = self._conn, None
-        if c is not None:
-            c.fail(errors.DaemonUnavailable("the client was closed"))
+        self._drop_connection()
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
             self._threads = None
@@ -378,18 +321,15 @@ class Client:
             s.connect(self.socket_path)
         except OSError as e:
             s.close()
-            raise errors.DaemonUnavailable("cannot connect to sandboxd at %s: %s"
-                                           % (self.socket_path, e)) from e
+            raise self._connect_error(e) from e
         s.settimeout(None)
         s.setsockopt(_socket.SOL_SOCKET, _socket.SO_RCVTIMEO, _TICK)
         conn = _Conn(self, s)
         try:
-            info = Info(conn.call("describe", None, None, self.connect_timeout + 5.0))
+            conn.described(conn.call("describe", None, None, self.connect_timeout + 5.0))
         except BaseException:
             conn.fail(errors.DaemonUnavailable("connection abandoned"))
             raise
-        conn.info = info
-        conn.input.limit = info.line_limit
         return conn
 
     def _call(self, method, params=None):
@@ -405,29 +345,16 @@ class Client:
 
     def _execute(self, conn, code, toolset, bindings, timeout_ms, limits, stream,
                  max_tool_calls, session):
-        info = conn.info
-        params, budget = _core.execute_params(code, toolset, bindings, timeout_ms, limits, stream,
-                                              max_tool_calls, info, session)
-        live = "stream_output" in params
-        ex = Execution(None, toolset, budget, stream, live)
-        deadline = _core.deadline_s(timeout_ms, info, self.deadline_grace)
+        params, ex, deadline = _core.start_execute(conn.info, code, toolset, bindings,
+                                                   timeout_ms, limits, stream, max_tool_calls,
+                                                   session, self.deadline_grace)
         try:
-            r = Result.from_wire(conn.call("execute", params, ex, deadline))
+            return ex.finish(conn.call("execute", params, ex, deadline), _hook)
         except errors.SandboxdError as e:
-            e = _core.execute_error(e, ex)
-            if stream is not None and not live and e.output:
-                _hook(stream, e.output)
-            raise e
-        if stream is not None and not live and r.output:
-            _hook(stream, r.output)
-        return r
+            raise ex.failed(e, _hook)
 
     def check(self, code, *, tools=None):
-        params = {"code": code}
-        ts = ToolSet(tools)
-        if ts:
-            params["tools"] = ts.wire
-        self._call("check", params)
+        self._call("check", self._check_params(code, tools))
 
     def binding_names(self, bindings):
         return self._call("binding_names", {"bindings": bindings})
@@ -435,7 +362,7 @@ class Client:
     def prompt_info(self, *, session=False):
         key = bool(session)
         if key not in self._prompt_info:
-            self._prompt_info[key] = self._call("prompt_info", {"session": True} if key else None)
+            self._prompt_info[key] = self._call("prompt_info", self._prompt_params(key))
         return self._prompt_info[key]
 
     def describe(self):
@@ -451,27 +378,9 @@ class Client:
         from .render import system_prompt
         return system_prompt(tools, self.prompt_info(session=session))
 
-    def session(self, *, tools=None, bindings=None, timeout_ms=None, limits=None, daemon=None):
-        """A Session (see AsyncSession for the rules); opened on first use."""
-        return Session(self, tools, bindings, timeout_ms, limits, daemon)
 
-
-class Session:
-    """The blocking twin of AsyncSession (same rules and attributes)."""
-
-    def __init__(self, client, tools, bindings, timeout_ms, limits, daemon):
-        self.client = client
-        self.toolset = ToolSet(tools)
-        self.initial_bindings = list(bindings or [])
-        self.bindings = list(self.initial_bindings)
-        self.timeout_ms = timeout_ms
-        self.limits = dict(limits or {})
-        self.want_daemon = daemon
-        self.id = None
-        self.restarts = -1
-        self.closed = False
-        self.stateful = None
-        self._conn = None
+class Session(_core.SessionCore):
+    """The blocking twin of AsyncSession (the rules: SessionCore)."""
 
     def __enter__(self):
         self.open()
@@ -481,65 +390,36 @@ class Session:
         self.close()
 
     def open(self):
-        if self.closed:
-            raise errors.make_error("session_not_found", "this session was closed")
+        self._check_open()
         conn = self.client._connection()
-        if self.stateful is None:
-            has = "sessions" in conn.info.features
-            if self.want_daemon and not has:
-                raise errors.make_error("method_not_found", "this daemon has no sessions "
-                                        "(describe does not list the feature)")
-            self.stateful = has if self.want_daemon is None else bool(self.want_daemon)
-        if self.stateful and (self.id is None or self._conn is not conn):
-            p = {}
-            if self.toolset:
-                p["tools"] = self.toolset.wire
-            if self.initial_bindings:
-                p["bindings"] = self.initial_bindings
-            if self.timeout_ms is not None:
-                p["timeout_ms"] = self.timeout_ms
-            if self.limits:
-                p["limits"] = self.limits
-            r = conn.call("session/open", p)
-            if not isinstance(r, dict) or not isinstance(r.get("session"), str):
-                raise errors.ProtocolError("session/open answered %r" % (r,))
-            self.id, self._conn = r["session"], conn
-            self.restarts += 1
+        p = self._open_params(conn)
+        if p is not None:
+            self._opened(conn, conn.call("session/open", p))
         return conn
 
     def execute(self, code, *, timeout_ms=None, limits=None, stream_output=None,
                 max_tool_calls=None):
-        conn = self.open()
-        if not self.stateful:
-            lim = dict(self.limits, **(limits or {}))
-            r = self.client._execute(conn, code, self.toolset, self.bindings,
-                                     timeout_ms if timeout_ms is not None else self.timeout_ms,
-                                     lim, stream_output, max_tool_calls, None)
-            self.bindings = r.bindings if r.bindings is not None else []
-            return r
+        args = self._execute_args(self.open(), code, timeout_ms, limits, stream_output,
+                                  max_tool_calls)
         try:
-            return self.client._execute(conn, code, self.toolset, None,
-                                        timeout_ms if timeout_ms is not None else self.timeout_ms,
-                                        limits, stream_output, max_tool_calls, self.id)
+            return self._executed(self.client._execute(*args))
         except errors.SandboxdError as e:
-            if e.session_closed or e.kind == "session_not_found" or isinstance(
-                    e, errors.DaemonUnavailable):
-                self.id = None
+            self._failed(e)
             raise
 
     def snapshot(self):
         conn = self.open()
         if not self.stateful:
-            return {"bindings": self.bindings, "binding_names": [p[0] for p in self.bindings]}
+            return self._local_snapshot()
         return conn.call("session/snapshot", {"session": self.id})
 
     def close(self):
-        if self.closed:
-            return
-        self.closed = True
-        sid, conn, self.id = self.id, self._conn, None
-        if sid is not None and conn is not None and conn.lost is None:
+        sid, conn = self._closing()
+        if sid is not None:
             try:
                 conn.call("session/close", {"session": sid})
             except errors.SessionNotFound:
                 pass
+
+
+Client.session_class = Session
