@@ -1,6 +1,7 @@
-// Protocol 1.1 through the Node client: sessions, parallel tool calls and
-// live output where the daemon's describe lists them in `features`, and a
-// clear Unsupported error from the client where it does not.
+// The features a daemon lists in describe's `features`, through the Node
+// client: sessions, parallel tool calls, live output, max_tool_calls and
+// function names that are not Lua identifiers, each where the daemon lists
+// it, and a clear Unsupported error from the client where it does not.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,7 +1,10 @@
-"""Attacks on the version 1.1 features (docs/protocol.md §3, §3.8, §10):
-sessions, parallel(), stream_output, max_tool_calls and the stock string
-metatable, played as a hostile chunk and a hostile client against the real
-daemon.  Each test states the attack and what must hold."""
+"""Attacks on daemon sessions (docs/protocol.md §3): guessed and reused
+session ids, closes and chunks racing, the session limits, a session
+worker killed, stopped or compromised (frames out of turn, CPU used while
+idle), sessions holding worker slots, and budgets carried from one chunk
+to the next, played as a hostile chunk, a hostile client and a hostile
+worker against the real daemon.  Each test states the attack and what
+must hold.  The session helpers here serve test_attacks_metatables too."""
 
 import json
 import os
@@ -12,7 +15,7 @@ import pytest
 
 import sbx
 from conftest import merge_config
-from sbx import NO_REPLY, ToolError
+from sbx import NO_REPLY
 
 T = {"name": "T", "functions": ["f", "g"]}
 
@@ -51,266 +54,6 @@ def wait_state(daemon, key, want):
             return st
         assert time.monotonic() < deadline, st
         time.sleep(0.05)
-
-
-# ------------------------------------------------------- the string metatable
-
-# Every metamethod a string can have, each an endless loop: if any C code of
-# the worker read a string through the metatable after the chunk's limits
-# were lifted (encoding results, bindings, snapshots, error messages,
-# tracebacks, tool arguments), the chunk would never end.
-POISON = """
-local mt = getmetatable("")
-local function spin() while true do end end
-for _, k in ipairs({"__index", "__newindex", "__tostring", "__concat", "__len", "__eq",
-                    "__lt", "__le", "__call", "__name", "__pairs", "__close", "__unm",
-                    "__add", "__mode"}) do
-  mt[k] = spin
-end
-mt.__metatable = "locked"
-"""
-
-
-def test_poisoned_string_metatable_in_a_session(client):
-    sid = open_session(client, tools=[T], limits={"max_reductions": 2000000},
-                       timeout_ms=10000 * sbx.SCALE)
-    chunk_ok(client, sid, POISON)
-    client.default_handlers = {"T.f": lambda a: a}
-    # results with string keys and values, several values, nested tables
-    r = chunk_ok(client, sid, "s = 'kept' t = {a = 'x', [1] = 'y', b = {c = 'z'}} "
-                              "return 'str', t, #'abc'", return_bindings=True)
-    assert r["value"] == ["str", {"1": "y", "a": "x", "b": {"c": "z"}}, 3], r
-    assert set(r["binding_names"]) >= {"s", "t"}
-    # a tool call with string arguments and a string answer
-    assert chunk_ok(client, sid, "return T.f('arg', {k = 'v'})")["value"] == ["arg", {"k": "v"}]
-    # a string error, an error with a string-keyed table, a syntax error
-    r = chunk(client, sid, "error('boom')")
-    assert r.kind == "runtime_error" and "boom" in r.message, r
-    r = chunk(client, sid, "error({msg = 'x'})")
-    assert r.kind == "runtime_error", r
-    r = chunk(client, sid, "return 'unclosed")
-    assert r.kind == "syntax_error", r
-    # a snapshot reads the globals raw
-    snap = client.call("session/snapshot", {"session": sid})
-    assert snap.ok and set(snap.result["binding_names"]) >= {"s", "t"}, snap
-    # the metatable is still the chunk's own (it stays changed in its session)
-    assert chunk_ok(client, sid, "return getmetatable('')")["value"] == "locked"
-    # a print of a string goes through tostring, which runs the chunk's
-    # __tostring under the chunk's limits: a limit, not a hang
-    r = chunk(client, sid, "print('x')")
-    assert r.kind in ("reductions_limit", "runtime_error"), r
-    client.default_handlers = None
-
-
-def test_poisoned_string_metatable_stateless_results(client):
-    r = client.execute(POISON + "s = 'g' return 'a', {b = 'c'}")
-    assert r.ok, r
-    assert r.result["value"] == ["a", {"b": "c"}]
-    assert r.result["binding_names"] == ["s"]
-    r = client.execute(POISON + "local x = nil; return x.field")
-    assert r.kind == "runtime_error", r
-
-
-def test_string_metatable_does_not_reach_the_next_session(client):
-    a = open_session(client)
-    chunk_ok(client, a, "getmetatable('').__index = function() return 'evil' end")
-    assert chunk_ok(client, a, "return ('x').upper")["value"] == "evil"
-    b = open_session(client)
-    assert chunk_ok(client, b, "return ('x'):upper()")["value"] == "X"
-    assert client.value("return ('x'):upper()") == "X"
-
-
-# ---------------------------------------------------------------- parallel
-
-def test_more_branches_than_max_parallel_calls_nested(daemon_factory):
-    d = daemon_factory(daemon={"max_parallel_calls": 2})
-    with d.client() as c:
-        out = []
-
-        def f(args):
-            out.append(args[0])
-            return args[0] * 2
-        code = """
-        local fs = {}
-        for i = 1, 9 do
-          fs[i] = function()
-            if i % 3 == 0 then
-              return parallel(function() return T.f(i * 100) end,
-                              function() return T.f(i * 100 + 1) end)
-            end
-            return T.f(i)
-          end
-        end
-        return parallel(table.unpack(fs))
-        """
-        r = c.execute(code, tools=[T], handlers={"T.f": f})
-        assert r.ok, r
-        assert r.result["value"] == [2, 4, 600, 8, 10, 1200, 14, 16, 1800]
-        assert r.result["stats"]["tool_calls"] == 12
-
-
-def test_parallel_in_wrap_and_in_error_handlers(client):
-    code = """
-    local w = coroutine.wrap(function()
-      return parallel(function() return T.f(1) end, function() return T.f(2) end)
-    end)
-    local a, b = w()
-    local ok, e = xpcall(function() return T.g() end, function(m)
-      return parallel(function() return T.f(3) end)
-    end)
-    local ok2, e2 = pcall(T.g)
-    local p = {pcall(parallel, function() return T.f(4) end, function() error('br') end)}
-    return {a, b, ok, e, ok2, p[1]}
-    """
-    def g(args):
-        raise ToolError("no")
-    r = client.execute(code, tools=[T], handlers={"T.f": lambda a: a[0], "T.g": g})
-    assert r.ok, r
-    v = r.result["value"]
-    assert v[:3] == [1, 2, False] and v[4] is False and v[5] is False, v
-
-
-@pytest.mark.parametrize("body", [
-    "while true do end",
-    "local t = {} while true do t[#t + 1] = ('x'):rep(1000) end",
-])
-def test_branch_limit_with_calls_outstanding_is_fatal(client, body):
-    code = """
-    local ok = pcall(parallel, function() return T.f(1) end,
-                     function() %s end,
-                     function() return pcall(T.f, 2) end)
-    return 'escaped', ok
-    """ % body
-    i = client.send_execute(code, tools=[T], limits={"max_reductions": 3000000,
-                                                    "max_heap": 16000000},
-                            handlers={"T.f": lambda a: NO_REPLY})
-    r = client.wait(i)
-    assert r.kind in ("reductions_limit", "memory_limit"), r
-    for call in client.deferred:
-        client.reply(call, result=1)    # to a finished execution
-    client.ping()
-
-
-def test_branch_own_yield_with_calls_outstanding(client):
-    code = """
-    local ok, e = pcall(parallel, function() return T.f(1) end,
-                        function() coroutine.yield() while true do end end)
-    return ok, e
-    """
-    i = client.send_execute(code, tools=[T], limits={"max_reductions": 3000000},
-                            handlers={"T.f": lambda a: NO_REPLY})
-    call = client.wait_deferred(1)
-    client.reply(call, result=1)
-    r = client.wait(i)
-    assert r.ok and r.result["value"][0] is False, r
-    assert "yielded outside a tool call" in r.result["value"][1], r
-
-
-def test_answers_duplicated_unknown_and_of_another_execution(client):
-    tools = [T]
-    i = client.send_execute("return parallel(function() return T.f(1) end,"
-                            "                function() return T.f(2) end)",
-                            tools=tools, handlers={"T.f": lambda a: NO_REPLY})
-    j = client.send_execute("return T.f(3)", tools=tools,
-                            handlers={"T.f": lambda a: NO_REPLY})
-    calls = [client.wait_deferred(k) for k in (1, 2, 3)]
-    by_exec = {}
-    for call in calls:
-        by_exec.setdefault(call.execution_id, []).append(call)
-    ci, cj = by_exec[i], by_exec[j]
-    # never made, forged with a NUL, and numbered past the real ones
-    for bogus in ("sbx-999999-1", ci[0].id + "\u0000", ci[0].id + "0", 17, None,
-                  ci[0].id.rsplit("-", 1)[0] + "-9"):
-        client.send_msg({"jsonrpc": "2.0", "id": bogus, "result": "forged"})
-    client.reply(ci[0], result="a")
-    client.reply(ci[0], result="dup")               # answered already
-    client.reply(ci[0], error={"code": 1, "message": "late", "data": {"abort": True}})
-    client.reply(cj[0], result="j")
-    client.reply(cj[0], result="j-dup")
-    client.reply(ci[1], result="b")
-    ri, rj = client.wait(i), client.wait(j)
-    assert ri.ok and rj.ok, (ri, rj)
-    assert sorted(ri.result["value"], key=str) == ["a", "b"] or ri.result["value"] in (
-        ["a", "b"], ["b", "a"])
-    assert rj.result["value"] == "j"
-    # answers after the end, and after a cancel
-    client.reply(ci[1], result="after")
-    k = client.send_execute("return T.f(4)", tools=tools, handlers={"T.f": lambda a: NO_REPLY})
-    ck = client.wait_deferred(4)
-    client.cancel(k)
-    r = client.wait(k)
-    assert r.kind == "cancelled", r
-    client.reply(ck, result="after cancel")
-    client.ping()
-
-
-def test_tool_call_budget_exact_under_parallel(client):
-    par = "return parallel(" + ",".join("function() return T.f(%d) end" % n
-                                        for n in range(1, 6)) + ")"
-    r = client.execute(par, tools=[T], limits={"max_tool_calls": 5},
-                       handlers={"T.f": lambda a: a[0]})
-    assert r.ok and r.result["value"] == [1, 2, 3, 4, 5], r
-    caught = "local ok = pcall(function() %s end) return 'escaped', ok" % par
-    r = client.execute(caught, tools=[T], limits={"max_tool_calls": 4},
-                       handlers={"T.f": lambda a: a[0]})
-    assert r.kind == "tool_call_limit", r
-    assert r.data["stats"]["tool_calls"] == 4, r
-
-
-def test_tool_call_budget_under_parallel_with_calls_held(client):
-    # the call past the budget ends the execution while the others wait
-    code = ("local ok = pcall(parallel, function() return T.f(1) end,"
-            " function() return T.f(2) end, function() return T.f(3) end) return ok")
-    i = client.send_execute(code, tools=[T], limits={"max_tool_calls": 2},
-                            handlers={"T.f": lambda a: NO_REPLY})
-    r = client.wait(i)
-    assert r.kind == "tool_call_limit", r
-    for call in client.deferred:
-        client.reply(call, result=0)      # answers to a finished execution
-    client.ping()
-
-
-# ------------------------------------------------------------- stream_output
-
-@pytest.mark.parametrize("cap", [1, 7, 8, 65535, 65536, 65537])
-def test_stream_at_the_output_cap_with_invalid_utf8(client, cap):
-    code = ("for i = 1, 40 do io = nil print(('\\xff\\xe2\\x82'):rep(700) .. '\\u{20ac}x') end "
-            "print(('y'):rep(70000)) return 1")
-    r = client.execute(code, limits={"max_output_bytes": cap}, stream_output=True)
-    assert r.ok, r
-    out = r.result["output"]
-    assert r.result["output_truncated"] is True
-    assert "".join(client.output_notes(r.id)) == out
-    assert len(out.encode("utf-8", "surrogatepass")) <= cap * 3
-
-
-def test_stream_prints_between_tool_calls_in_order(client):
-    code = "for i = 1, 5 do print('p' .. i) T.f(i) end print('end') return 1"
-    order = []
-
-    def f(args):
-        order.append(("call", args[0], "".join(client.output_notes(i))))
-        return 0
-    i = client.send_execute(code, tools=[T], handlers={"T.f": f}, stream_output=True)
-    r = client.wait(i)
-    assert r.ok, r
-    for n, (_, k, seen) in enumerate(order, 1):
-        assert seen == "".join("p%d\n" % m for m in range(1, n + 1)), order
-    assert "".join(client.output_notes(i)) == r.result["output"]
-
-
-def test_stream_cancel_mid_stream_with_slow_reader(daemon):
-    c = daemon.client()
-    i = c.send_execute("while true do print(('z'):rep(1000)) end", stream_output=True,
-                       limits={"max_output_bytes": 8 << 20})
-    time.sleep(0.5 * sbx.SCALE)       # reading nothing meanwhile
-    c.cancel(i)
-    r = c.wait(i, timeout=20 * sbx.SCALE)
-    assert r.kind == "cancelled", r
-    assert "".join(c.output_notes(i)) == r.data["output"]
-    c.ping()
-    c.close()
-    daemon.assert_no_leftovers()
 
 
 # ---------------------------------------------------------------- sessions
@@ -592,40 +335,6 @@ def test_compromised_worker_more_calls_than_slots(daemon):
     daemon.assert_no_leftovers()
 
 
-# ------------------------------------------------ the answer backlog, streamed
-
-def test_streamed_answer_fits_the_least_backlog(daemon_factory):
-    # max_backlog_bytes at the least the config accepts for these ceilings:
-    # one streamed execution's notifications and its answer together (1 MiB
-    # of control bytes, escaped six-fold, twice) must reach a client that
-    # reads them a moment later, not close its connection
-    m = 1 << 20
-    least = m + m + 12 * m + 2 * m
-    d = daemon_factory(daemon={"max_message_bytes": m, "max_backlog_bytes": least},
-                       ceilings={"max_output_bytes": m, "max_bindings_bytes": m},
-                       defaults={"max_output_bytes": m, "max_bindings_bytes": m})
-    c = d.client(timeout=30 * sbx.SCALE)
-    i = c.send_execute("print(('\\1'):rep(%d)) return 1" % (m - 1), stream_output=True)
-    d.wait_log(r"outcome=ok")
-    time.sleep(0.2)                     # the answer is queued behind the notifications
-    r = c.wait(i)
-    assert r.ok and len(r.result["output"]) == m, r
-    assert "".join(c.output_notes(i)) == r.result["output"]
-    assert "closing the connection" not in d.stderr
-    c.close()
-
-
-def test_backlog_below_the_streamed_answer_is_refused(daemon_factory):
-    m = 1 << 20
-    d = daemon_factory(start=False, check_stop=False, daemon={"max_message_bytes": m,
-                                            "max_backlog_bytes": m + m + 6 * m + 2 * m},
-                       ceilings={"max_output_bytes": m, "max_bindings_bytes": m},
-                       defaults={"max_output_bytes": m, "max_bindings_bytes": m})
-    with pytest.raises(pytest.fail.Exception):
-        d.start(ready_timeout=3 * sbx.SCALE)
-    assert "12 x max_output_bytes" in d.stderr, d.stderr
-
-
 # ------------------------------------------- sessions and the worker slots
 
 def test_sessions_never_hold_every_worker(daemon_factory):
@@ -707,22 +416,6 @@ def test_compromised_session_worker_spinning_while_idle(daemon):
     daemon.assert_no_leftovers()
 
 
-def test_poisoned_globals_metatable_in_a_session(client):
-    # _G's own metatable made hostile: snapshots and return_bindings read
-    # the globals raw, and a chunk's own global access runs the metamethods
-    # under its limits
-    sid = open_session(client, limits={"max_reductions": 1000000})
-    chunk_ok(client, sid, "x = 1 local function spin() while true do end end "
-                          "setmetatable(_G, {__index = spin, __newindex = spin, __pairs = spin, "
-                          "__len = spin, __metatable = 'no'})")
-    r = chunk_ok(client, sid, "rawset(_G, 'y', 2) return 1", return_bindings=True)
-    assert r["bindings"] == [["x", 1], ["y", 2]] or set(r["binding_names"]) == {"x", "y"}, r
-    snap = client.call("session/snapshot", {"session": sid})
-    assert snap.ok and set(snap.result["binding_names"]) == {"x", "y"}, snap
-    r = chunk(client, sid, "return undefined_global")
-    assert r.kind == "reductions_limit" and r.data["session_closed"] is True, r
-
-
 def test_old_coroutine_budget_none_then_budget(daemon_factory):
     # a coroutine armed under one chunk's budget, resumed by a chunk without
     # any budget (it runs), then by a chunk with a small one (billed)
@@ -737,65 +430,6 @@ def test_old_coroutine_budget_none_then_budget(daemon_factory):
         r = chunk(c, sid, "local n = 0 for k = 1, 5 do n = n + co() end return n",
                   limits={"max_reductions": 1000000})
         assert r.kind == "reductions_limit", r
-
-
-def supervisor_cpu(d):
-    """The daemon's own CPU time so far, in seconds (not its workers')."""
-    return sbx_stat(d.pid) / os.sysconf("SC_CLK_TCK")
-
-
-def sbx_stat(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        rest = f.read().rsplit(")", 1)[1].split()
-    return int(rest[11]) + int(rest[12])
-
-
-def test_strings_the_daemon_repeats_are_bounded(daemon_factory):
-    """Every tool/call (and execution/output) repeats its execution's id and
-    its tool's module: an 8 MiB id with 40 tool calls cost the supervisor
-    3.5 s of CPU while other clients waited.  A string id over 1024 bytes
-    (RPC_ID_MAX), a module over 1024 bytes and a params.session over 1024
-    bytes are refused with invalid_params (the refusal carries the id once),
-    before anything runs; at exactly 1024 bytes each works, 40 tool calls
-    and streamed output each carrying them."""
-    d = daemon_factory(daemon={"max_message_bytes": 16 << 20})
-    c = d.client(timeout=60 * sbx.SCALE)
-    code = "for i = 1, 40 do T.f(i) end print('x') return 1"
-    calls = []
-
-    def tool(t, module):
-        return [{"name": "T", "module": module, "functions": ["f"]}]
-    # the legitimate neighbour: 1024-byte id and module
-    id_ok, mod_ok = "i" * 1024, "M" * 1024
-    i = c.send_execute(code, tools=tool("T", mod_ok), id=id_ok, stream_output=True,
-                       handlers={"T.f": lambda a: calls.append(a) or 0})
-    r = c.wait(i)
-    assert r.ok and r.id == id_ok, r
-    assert len(calls) == 40
-    assert all(tc.execution_id == id_ok and tc.module == mod_ok for tc in c.tool_calls)
-    assert "".join(c.output_notes(id_ok)) == "x\n"
-    # one byte more, and the 8 MiB id: refused before any tool call
-    n = len(c.tool_calls)
-    for big in ("i" * 1025, "j" * (8 << 20)):
-        cpu0 = supervisor_cpu(d)
-        r = c.wait(c.send_execute(code, tools=tool("T", mod_ok), id=big,
-                                  handlers={"T.f": lambda a: 0}))
-        print("id of %d bytes refused: %.3f s of supervisor CPU" % (len(big), supervisor_cpu(d) - cpu0))
-        assert r.kind == "invalid_params" and r.id == big, r.kind
-        assert r.data["max_id_bytes"] == 1024 and "1024" in r.message, r.message
-    r = c.execute(code, tools=tool("T", "M" * 1025), handlers={"T.f": lambda a: 0})
-    assert r.kind == "invalid_params" and "module must be a string of at most 1024" in r.message, r
-    r = c.execute(code, tools=tool("T", "M" * (8 << 20)), handlers={"T.f": lambda a: 0})
-    assert r.kind == "invalid_params", r.kind
-    assert len(c.tool_calls) == n
-    for method in ("session/snapshot", "session/close"):
-        r = c.call(method, {"session": "s" * 1025})
-        assert r.kind == "invalid_params" and "at most 1024 bytes" in r.message, r
-        r = c.call(method, {"session": "s" * 1024})
-        assert r.kind == "session_not_found", r
-    r = c.execute("return 1", session="s" * 1025)
-    assert r.kind == "invalid_params", r
-    c.ping()
 
 
 def test_reload_below_the_open_sessions(daemon_factory):
