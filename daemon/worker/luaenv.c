@@ -75,12 +75,17 @@ static void set_fatal(struct luaenv *e, int kind)
 }
 
 /* Add units to the budget's count; the fatal flag when that spends it.
- * No effect without a budget or once a limit is set. */
+ * No effect without a budget or once a limit is set.  The count saturates
+ * at INT64_MAX (a charge for work that would never end, table.move over
+ * 2^62 values, is reported as that, and stays a JSON integer). */
+#define REDUCTIONS_MAX ((uint64_t)INT64_MAX)
+
 static void bill(struct luaenv *e, uint64_t units)
 {
     if (e->hook_period == 0 || e->fatal != LUAENV_FATAL_NONE)
         return;
-    e->reductions += units;
+    e->reductions = units < REDUCTIONS_MAX - e->reductions ? e->reductions + units
+                                                           : REDUCTIONS_MAX;
     if (e->max_reductions != 0 && e->reductions > e->max_reductions)
         e->fatal = LUAENV_FATAL_REDUCTIONS;
 }

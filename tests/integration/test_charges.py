@@ -203,3 +203,12 @@ def test_neighbours_complete_at_twice_their_needs(client, name):
         r = client.execute(code, limits={"max_reductions": need // 2},
                            timeout_ms=20000 * sbx.SCALE)
         assert r.kind == "reductions_limit", (name, need, r)
+
+
+def test_endless_charge_saturates(client):
+    """A charge for work that would never end (table.move over 2^62 values)
+    ends the chunk before any of it runs, and the count saturates at the
+    largest JSON integer instead of wrapping around to a small number."""
+    r = client.execute("table.move({}, 1, 1 << 62, 2) return 1", limits={"max_reductions": 1000})
+    assert r.kind == "reductions_limit", r
+    assert r.data["stats"]["reductions"] == (1 << 63) - 1, r
