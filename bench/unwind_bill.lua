@@ -1,5 +1,5 @@
 -- bench/unwind_bill.lua - the rate at which the sandbox bills a caught error
--- at a deep stack (UNWIND_FREE, UNWIND_BILL in daemon/worker/luaenv.c).
+-- at a deep stack (CHARGE_UNWIND_FREE, CHARGE_UNWIND_LEVEL in daemon/worker/charge.h).
 -- Run with the stock interpreter: lua5.3 bench/unwind_bill.lua (the figures
 -- vary with the machine's load: page faults dominate the deep cases).
 --
@@ -10,7 +10,7 @@
 -- cost of an error in instructions per `level` (the deepest probe that
 -- exists: more than half the depth).  The cost is more than the walk where
 -- the shrink reallocates the stack (luaD_shrinkstack), which depends on how
--- the stack grew.  UNWIND_BILL must be above the dearest figure plus the
+-- the stack grew.  CHARGE_UNWIND_LEVEL must be above the dearest figure plus the
 -- probes' own walk (about two levels' worth of frames).
 
 local function instruction_ns()

@@ -106,6 +106,26 @@
 #define CHARGE_DATE_CONVERSION 64   /* reductions per conversion of os.date */
 #define CHARGE_FREE         8   /* reductions of a call's charge that are free */
 
+/* Billed by sandboxd alone: no stock Lua sees this work, and a chunk that
+ * runs within twice its needs never pays for it (luaenv.c says when each
+ * applies).
+ *   collections     a full collection the chunk's allocation has not paid
+ *                   for (each byte allocated pays for CHARGE_GC_CREDIT bytes
+ *                   of collection, CHARGE_GC_CREDIT_HEAPS heap caps to
+ *                   start), behind a refusal the chunk catches: its heap /
+ *                   CHARGE_GC_BYTES (bench/gc_bill.lua)
+ *   coroutines      a new coroutine's first count-hook period, paid when it
+ *                   is made: CHARGE_COROUTINE_FIRST instructions
+ *   deep errors     an error caught more than CHARGE_UNWIND_FREE levels
+ *                   deep: CHARGE_UNWIND_LEVEL per level of about half its
+ *                   depth (bench/unwind_bill.lua) */
+#define CHARGE_GC_BYTES         4
+#define CHARGE_GC_CREDIT        4
+#define CHARGE_GC_CREDIT_HEAPS  2
+#define CHARGE_COROUTINE_FIRST  4
+#define CHARGE_UNWIND_FREE      1024
+#define CHARGE_UNWIND_LEVEL     64
+
 struct charge {
     /* Called with every charge (n > 0), from inside the function that does
      * the work; it may raise (lua_error) to stop that work. */

@@ -40,7 +40,7 @@
  * Where a collection is billed, it is billed below the dearest rate
  * measured, so that no kind of heap makes collections cheaper than the
  * instructions that force them. */
-#define GC_BYTES_PER_REDUCTION 4
+#define GC_BYTES_PER_REDUCTION CHARGE_GC_BYTES
 
 /* Collection credit.  Lua's own pace collects about the heap once per
  * heap's worth of allocation; every byte a chunk allocates pays for
@@ -61,8 +61,8 @@
  *     with reductions_limit.
  * A collection that ends the chunk (a refusal that is final) is never
  * billed. */
-#define GC_CREDIT_PER_BYTE 4
-#define GC_CREDIT_HEAPS    2
+#define GC_CREDIT_PER_BYTE CHARGE_GC_CREDIT
+#define GC_CREDIT_HEAPS    CHARGE_GC_CREDIT_HEAPS
 
 enum { GC_NEEDED, GC_CAUGHT };
 
@@ -301,7 +301,7 @@ static void push_fatal_message(lua_State *L, int kind)
  * itself with count 1 on this thread and raises, so every further
  * instruction raises again.
  */
-#define COROUTINE_FIRST 4
+#define COROUTINE_FIRST CHARGE_COROUTINE_FIRST
 
 static void count_hook(lua_State *L, lua_Debug *ar)
 {
@@ -421,8 +421,8 @@ void luaenv_arm(lua_State *L, lua_State *co)
  * (bench/unwind_bill.lua: up to about 50 instructions' worth).  Shallow
  * stacks cost one probe and are not billed.
  */
-#define UNWIND_FREE 1024
-#define UNWIND_BILL 64
+#define UNWIND_FREE CHARGE_UNWIND_FREE
+#define UNWIND_BILL CHARGE_UNWIND_LEVEL
 
 void luaenv_charge_unwind(lua_State *L)
 {
