@@ -40,11 +40,12 @@ ALL_CFLAGS = $(WARN) $(CFLAGS) -MMD -MP
 
 PROTO_SRCS  := $(wildcard proto/*.c)
 POLICY_SRCS := $(wildcard policy/*.c)
-DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c daemon/worker/*.c))
+DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
+WORKER_SRCS := $(wildcard worker/*.c)
 CLIENT_SRCS := $(wildcard client/*.c)
 UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 
-LIB_OBJS    := $(patsubst %.c,$(O)/obj/%.o,$(PROTO_SRCS) $(POLICY_SRCS) $(DAEMON_SRCS))
+LIB_OBJS    := $(patsubst %.c,$(O)/obj/%.o,$(PROTO_SRCS) $(POLICY_SRCS) $(DAEMON_SRCS) $(WORKER_SRCS))
 CLIENT_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(CLIENT_SRCS))
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 UNIT_OBJS   := $(patsubst %.c,$(O)/obj/%.o,$(UNIT_SRCS))
@@ -110,8 +111,8 @@ $(O)/tests/%: $(O)/obj/tests/unit/%.o $(LIB)
 
 # The meter (tests/tools/lua_meter.c): a chunk's instructions, charges and
 # peak heap measured with the stock liblua5.3 and the charge module only.
-METER_OBJS := $(O)/obj/tests/tools/lua_meter.o $(O)/obj/daemon/worker/charge.o \
-              $(O)/obj/daemon/worker/charge_match.o
+METER_OBJS := $(O)/obj/tests/tools/lua_meter.o $(O)/obj/worker/charge.o \
+              $(O)/obj/worker/charge_match.o
 $(O)/tests/lua_meter: $(METER_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -llua5.3 -lm
@@ -139,7 +140,7 @@ test-integration: all $(O)/tests/lua_meter
 test-precision: all
 	@mkdir -p $(O)/precision
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $(O)/precision/measure tests/precision/measure.c \
-	  tests/precision/charges.c daemon/worker/charge.c daemon/worker/charge_match.c \
+	  tests/precision/charges.c worker/charge.c worker/charge_match.c \
 	  $(LDFLAGS) $(PKG_LIBS) -lm
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd PRECISION_MEASURE=$(CURDIR)/$(O)/precision/measure \
 	SANDBOXD_SANITIZE=$(SANITIZE) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/precision

@@ -1,5 +1,5 @@
 -- bench/charge_bill.lua - what the library work that the instruction budget
--- charges (daemon/worker/charge.h) costs, against one VM instruction.
+-- charges (worker/charge.h) costs, against one VM instruction.
 -- Run with the stock interpreter: lua5.3 bench/charge_bill.lua
 --
 -- For each kind of charged work it measures the CPU time per unit (byte,

@@ -1,6 +1,6 @@
 -- bench/gc_bill.lua - the rate at which the sandbox bills a full garbage
 -- collection to the instruction budget (CHARGE_GC_BYTES in
--- daemon/worker/charge.h).  Run with the stock interpreter: lua5.3 bench/gc_bill.lua
+-- worker/charge.h).  Run with the stock interpreter: lua5.3 bench/gc_bill.lua
 --
 -- For heaps of different object kinds it measures the CPU time of a full
 -- collection and, in the same run, the CPU time of one VM instruction (a

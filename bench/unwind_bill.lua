@@ -1,5 +1,5 @@
 -- bench/unwind_bill.lua - the rate at which the sandbox bills a caught error
--- at a deep stack (CHARGE_UNWIND_FREE, CHARGE_UNWIND_LEVEL in daemon/worker/charge.h).
+-- at a deep stack (CHARGE_UNWIND_FREE, CHARGE_UNWIND_LEVEL in worker/charge.h).
 -- Run with the stock interpreter: lua5.3 bench/unwind_bill.lua (the figures
 -- vary with the machine's load: page faults dominate the deep cases).
 --

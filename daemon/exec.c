@@ -23,7 +23,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/sched.h"
-#include "daemon/worker/worker.h"
+#include "worker/worker.h"
 #include "daemon/wproc.h"
 #include "daemon/sup.h"
 #include "daemon/trace.h"

@@ -36,7 +36,7 @@
 #include "daemon/sup.h"
 #include "daemon/wproc.h"
 #include "daemon/zygote.h"
-#include "daemon/worker/zygote.h"
+#include "worker/zygote.h"
 
 static void usage(FILE *f)
 {

@@ -31,7 +31,7 @@
 
 /* Globals the sandbox defines and Lua's reserved words: a tool may not take
  * these names (it would replace part of the environment).  Keep in step with
- * daemon/worker/luaenv.c. */
+ * worker/luaenv.c. */
 static const char *const reserved[] = {
     "_G", "_ENV", "_VERSION", "assert", "collectgarbage", "error", "getmetatable", "ipairs",
     "load", "next", "pairs", "pcall", "print", "rawequal", "rawget", "rawlen", "rawset",

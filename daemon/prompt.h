@@ -1,7 +1,7 @@
 /*
  * prompt.h - the text an agent framework puts into its system prompt
  * (docs/protocol.md §3, prompt_info): what this sandbox really allows.
- * It describes daemon/worker/luaenv.c and daemon/worker/worker.c; change them together.
+ * It describes worker/luaenv.c and worker/worker.c; change them together.
  */
 #ifndef SANDBOXD_PROMPT_H
 #define SANDBOXD_PROMPT_H

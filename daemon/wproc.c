@@ -21,7 +21,7 @@
 #include "daemon/sched.h"
 #include "daemon/sup.h"
 #include "daemon/trace.h"
-#include "daemon/worker/worker.h"   /* WORKER_EXIT_SETUP */
+#include "worker/worker.h"   /* WORKER_EXIT_SETUP */
 #include "policy/seccomp.h"     /* containment: seccomp_syscall_name */
 #include "proto/jsonrpc.h"
 

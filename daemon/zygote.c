@@ -1,7 +1,7 @@
 /*
  * zygote.c - see zygote.h: the supervisor's handle on the zygote (start,
  * request, poll, restart) and the start-up probe of the worker layers.  The
- * zygote process itself is daemon/worker/zygote.c.
+ * zygote process itself is worker/zygote.c.
  */
 #include "daemon/zygote.h"
 
@@ -35,8 +35,8 @@
 #include "daemon/metrics.h"
 #include "daemon/sched.h"
 #include "daemon/sup.h"
-#include "daemon/worker/worker.h"
-#include "daemon/worker/zygote.h"
+#include "worker/worker.h"
+#include "worker/zygote.h"
 #include "policy/contain.h"
 #include "policy/seccomp.h"
 

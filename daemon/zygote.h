@@ -1,5 +1,5 @@
 /*
- * zygote.h - the supervisor's handle on the zygote (daemon/worker/zygote.c).
+ * zygote.h - the supervisor's handle on the zygote (worker/zygote.c).
  *
  * Called only in the supervisor.
  *

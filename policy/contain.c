@@ -11,7 +11,7 @@
  */
 #include "policy/contain.h"
 
-#include "daemon/worker/worker.h"
+#include "worker/worker.h"
 #include "policy/seccomp.h"
 #include "proto/chan.h"
 

@@ -34,7 +34,7 @@
  *      then seccomp_policy_install(opts->filter).
  * rlimits are only ever lowered (soft and hard, never above the old value).
  * No RLIMIT_AS/RLIMIT_CPU backstop is set here: the worker sets both (soft
- * and hard) from its job before running any chunk (daemon/worker/worker.c), see
+ * and hard) from its job before running any chunk (worker/worker.c), see
  * docs/security.md for why a zygote-time value would be worse.
  * Returns 0, or -1 with errno set (the caller _exits with WORKER_EXIT_SETUP);
  * nothing is printed (fds 0-2 are /dev/null from step 2).  ESRCH: the parent

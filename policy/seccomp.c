@@ -34,7 +34,7 @@
  *                     memory-corruption exploit cannot use fds 0-2 either.
  *   poll              a worker waiting for a tool answer or a session's next
  *                     chunk looks at the channel before it sleeps in read
- *                     (daemon/worker/look.c).  Only
+ *                     (worker/look.c).  Only
  *                     with one descriptor and a zero timeout: it can learn
  *                     whether a descriptor it holds is ready, never wait.
  *   brk               glibc's main arena grows and trims with brk.

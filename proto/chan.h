@@ -66,7 +66,7 @@ struct chan_syscall {
 #define CHAN_SYSCALL_SIZE 8u
 /* The longest look at the channel a worker takes for a tool answer before it
  * sleeps: the job's limits.tool_spin_us and each TOOL_RESULT's "spin_us"
- * (daemon/worker/calls.c), in microseconds. */
+ * (worker/calls.c), in microseconds. */
 #define CHAN_SPIN_US_MAX 10000u
 
 enum chan_status {

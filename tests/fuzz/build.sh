@@ -23,7 +23,7 @@ LIBS="$PKG_LIBS -lm"
 
 # The project sources each target links (only proto/ is needed: the unit
 # tests, whose Lua setup the targets copy, use luaL_newstate+luaL_openlibs,
-# not daemon/worker/luaenv.c).
+# not worker/luaenv.c).
 srcs_for() {
     case $1 in
     fuzz_ndjson_rpc) echo "proto/inbuf.c proto/ndjson.c proto/jsonrpc.c proto/jsonpass.c proto/codec.c" ;;

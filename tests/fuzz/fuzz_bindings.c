@@ -9,7 +9,7 @@
  * as the supervisor sends it: dumped compactly, loaded with JSON_ALLOW_NUL.
  * Lua states as in tests/unit/test_bindings.c: luaL_newstate() +
  * luaL_openlibs(), globals at stack index 1, the baseline (every global name
- * present after openlibs, plus "_ENV" as daemon/worker/worker.c adds) at index 2.
+ * present after openlibs, plus "_ENV" as worker/worker.c adds) at index 2.
  * Checks:
  *  - bindings_names() accepts exactly what bindings_restore() accepts (both
  *    validate whole first), and bindings_names_text() on the input text

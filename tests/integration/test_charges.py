@@ -1,5 +1,5 @@
 """The instruction budget's charges for work beyond VM instructions
-(daemon/worker/charge.h; docs/protocol.md, "Limits"): what a chunk is
+(worker/charge.h; docs/protocol.md, "Limits"): what a chunk is
 billed, and that a budget that pays for the work lets it run."""
 
 import json

@@ -1,6 +1,6 @@
 """A worker waiting for a tool answer, or a session's worker waiting for its
 next chunk, looks at its channel before it sleeps ([daemon] tool_spin_us,
-docs/sandboxd.conf.5; daemon/worker/look.c): the
+docs/sandboxd.conf.5; worker/look.c): the
 look is the execution's own CPU time, so what it costs is seen in
 stats.cpu_us, the supervisor's measurement of the worker.  The look adapts
 (a slow tool soon stops being looked for), happens only while the busy

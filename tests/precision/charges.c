@@ -1,18 +1,18 @@
 /*
  * charges.c - library-work charges for the precision harness (charges.h):
- * sandboxd's own charge module (daemon/worker/charge.c, charge_match.c,
- * which use the Lua API only), applied as daemon/worker/charge.h says a
+ * sandboxd's own charge module (worker/charge.c, charge_match.c,
+ * which use the Lua API only), applied as worker/charge.h says a
  * program linked with the stock liblua5.3 applies them: the library
  * functions replaced by charging ones after the libraries are open, and
  * every new string the running chunk makes charged by its length.
  */
 #include "tests/precision/charges.h"
 
-#include "daemon/worker/charge.h"
+#include "worker/charge.h"
 
 /* The rates are charge.h's; the measurement cache's key hashes charge.h,
  * charge.c and charge_match.c themselves (tests/precision/harness.py). */
-const char charges_rates[] = "daemon/worker/charge.h";
+const char charges_rates[] = "worker/charge.h";
 
 static uint64_t *g_charged;
 static size_t    g_header;

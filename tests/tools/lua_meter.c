@@ -1,7 +1,7 @@
 /*
  * lua_meter - what a chunk needs, measured with the stock liblua5.3: its
  * instructions (a count hook of period 1, every thread), the charges of its
- * library work (daemon/worker/charge.h, applied as that header describes),
+ * library work (worker/charge.h, applied as that header describes),
  * and its peak heap (a counting allocator).  sandboxd bills the
  * instructions plus the charges as reductions; a chunk that this meter
  * measures at B reductions and H bytes completes in sandboxd under
@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/worker/charge.h"
+#include "worker/charge.h"
 
 struct meter {
     uint64_t instructions, charges;

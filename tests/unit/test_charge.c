@@ -1,5 +1,5 @@
 /*
- * test_charge.c - the library charges of daemon/worker/charge.c in a plain
+ * test_charge.c - the library charges of worker/charge.c in a plain
  * state of the stock liblua5.3 (no worker, no sandbox): what is paid, that
  * it is paid before the work where the arguments tell, and that a pay that
  * raises stops the work (the exponential pattern ends at once).
@@ -16,8 +16,8 @@
 #include <lua.h>
 #include <lualib.h>
 
-#include "daemon/worker/charge.h"
-#include "daemon/worker/luaenv.h"
+#include "worker/charge.h"
+#include "worker/luaenv.h"
 
 struct fixture {
     lua_State    *L;

@@ -1,5 +1,5 @@
 /*
- * test_luaenv.c - the counting allocator of daemon/worker/luaenv.c, called directly
+ * test_luaenv.c - the counting allocator of worker/luaenv.c, called directly
  * through lua_getallocf(): the type tag in osize, shrinks that never fail,
  * and the string cap against the heap cap.  (The Lua-level behaviour of the
  * limits is in test_worker.c and the attack corpus.)
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 #include <lua.h>
 
-#include "daemon/worker/luaenv.h"
+#include "worker/luaenv.h"
 
 struct fixture {
     struct luaenv *e;

@@ -48,7 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/worker/worker.h"
+#include "worker/worker.h"
 #include "policy/contain.h"
 #include "policy/seccomp.h"
 #include "proto/chan.h"
@@ -518,7 +518,7 @@ static void test_lua_runs_under_filter(void **state)
 }
 
 /* A look at the channel: poll with one descriptor and a zero timeout, the
- * way a worker waits for a tool answer (daemon/worker/calls.c), through
+ * way a worker waits for a tool answer (worker/calls.c), through
  * libc's wrapper.  Nothing is ready, then the parent's byte is. */
 static int body_poll_look(void)
 {

@@ -20,9 +20,9 @@
 
 #include <jansson.h>
 
-#include "daemon/worker/luaenv.h"
+#include "worker/luaenv.h"
 #include "daemon/prompt.h"
-#include "daemon/worker/worker.h"
+#include "worker/worker.h"
 #include "proto/chan.h"
 
 /* A tool answer for one TOOL_CALL payload: a new TOOL_RESULT object. */

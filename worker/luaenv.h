@@ -81,7 +81,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/worker/charge.h"
+#include "worker/charge.h"
 
 #define LUAENV_STRING_CAP_MAX ((size_t)256 << 20)  /* 256 MiB */
 #define LUAENV_EXIT_PANIC     122   /* _exit status after an unprotected error */

@@ -1,7 +1,7 @@
 /*
  * look.c - a worker's look at its channel before it sleeps (see look.h).
  */
-#include "daemon/worker/look.h"
+#include "worker/look.h"
 
 #include <poll.h>
 #include <time.h>

@@ -9,7 +9,7 @@
  * ends at the budget instead of running for hours in C.  The stock
  * functions cannot be bounded: they never return to anything that counts.
  */
-#include "daemon/worker/charge.h"
+#include "worker/charge.h"
 
 #include <ctype.h>
 #include <lauxlib.h>

@@ -11,7 +11,7 @@
  * library functions take no upvalues, so the wrapper's are no concern of
  * theirs.
  */
-#include "daemon/worker/charge.h"
+#include "worker/charge.h"
 
 #include <lauxlib.h>
 #include <lua.h>

@@ -2,7 +2,7 @@
  * hint.c - whether a chunk that failed to compile ends in a bare expression
  * (contract: hint.h).
  */
-#include "daemon/worker/hint.h"
+#include "worker/hint.h"
 
 #include <lua.h>
 #include <stdlib.h>

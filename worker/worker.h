@@ -13,7 +13,7 @@
  * job is the exception: after its end frame the worker reads "chunk" and
  * "snapshot" jobs and runs them in the same state, one end frame each, until
  * it is killed; a chunk that ends with a limit ends that loop (_exit(0)).
- * Tool calls and parallel(): daemon/worker/calls.h.  It never
+ * Tool calls and parallel(): worker/calls.h.  It never
  * returns and never calls lua_close (finalizers would run with hooks off).
  * Payload schemas: docs/architecture.md, section "Channel".
  */

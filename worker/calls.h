@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/worker/look.h"
+#include "worker/look.h"
 
 struct calls_answer;
 

@@ -15,16 +15,16 @@
  * weak keys, never reachable from Lua) takes a thread to its branch, so a
  * tool function finds out whether it runs directly in a branch.
  */
-#include "daemon/worker/calls.h"
+#include "worker/calls.h"
 
 #include <lauxlib.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/worker/look.h"
-#include "daemon/worker/luaenv.h"
-#include "daemon/worker/worker.h"
+#include "worker/look.h"
+#include "worker/luaenv.h"
+#include "worker/worker.h"
 #include "proto/chan.h"
 #include "proto/codec.h"
 #include "proto/jsonbig.h"

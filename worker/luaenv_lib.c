@@ -8,9 +8,9 @@
  * with -DMUTATE_<NAME>=1 to switch one hardening piece off and checks that
  * some test fails.  Without those flags they change nothing.
  */
-#include "daemon/worker/luaenv.h"
+#include "worker/luaenv.h"
 
-#include "daemon/worker/charge.h"
+#include "worker/charge.h"
 
 #include <lauxlib.h>
 #include <lualib.h>

@@ -11,7 +11,7 @@
  * frame is sent and the process _exits.  No stdio: after containment only
  * read/write on the channel, memory and clock syscalls are allowed.
  */
-#include "daemon/worker/worker.h"
+#include "worker/worker.h"
 
 #include <jansson.h>
 #include <lauxlib.h>
@@ -24,10 +24,10 @@
 #include <unistd.h>
 
 #include "daemon/trace.h"
-#include "daemon/worker/calls.h"
-#include "daemon/worker/hint.h"
-#include "daemon/worker/look.h"
-#include "daemon/worker/luaenv.h"
+#include "worker/calls.h"
+#include "worker/hint.h"
+#include "worker/look.h"
+#include "worker/luaenv.h"
 #include "proto/bindings.h"
 #include "proto/chan.h"
 #include "proto/codec.h"

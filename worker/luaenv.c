@@ -7,7 +7,7 @@
  * with -DMUTATE_<NAME>=1 to switch one hardening piece off and checks that
  * some test fails.  Without those flags they change nothing.
  */
-#include "daemon/worker/luaenv.h"
+#include "worker/luaenv.h"
 
 #include <lauxlib.h>
 #include <limits.h>

@@ -4,9 +4,9 @@
  * Runs only in the zygote (exec'd as `sandboxd --zygote ...` by the
  * supervisor's daemon/zygote.c) and, for the child side of each fork, in the
  * worker until contain_worker() and worker_run() take over.  It never sees
- * client bytes; see daemon/worker/zygote.h for the message it sends back.
+ * client bytes; see worker/zygote.h for the message it sends back.
  */
-#include "daemon/worker/zygote.h"
+#include "worker/zygote.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +28,7 @@
 #include <malloc.h>
 
 #include "daemon/log.h"
-#include "daemon/worker/worker.h"
+#include "worker/worker.h"
 #include "policy/contain.h"
 #include "policy/seccomp.h"
 #include "proto/jsonpass.h"
