@@ -23,12 +23,12 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/sched.h"
-#include "worker/worker.h"
 #include "daemon/wproc.h"
 #include "daemon/sup.h"
 #include "daemon/trace.h"
 #include "policy/seccomp.h"     /* containment: seccomp_syscall_name */
 #include "proto/bindings.h"
+#include "proto/chan.h"            /* WORKER_EXIT_* */
 #include "proto/codec.h"
 #include "proto/jsonrpc.h"
 

@@ -21,8 +21,8 @@
 #include "daemon/sched.h"
 #include "daemon/sup.h"
 #include "daemon/trace.h"
-#include "worker/worker.h"   /* WORKER_EXIT_SETUP */
 #include "policy/seccomp.h"     /* containment: seccomp_syscall_name */
+#include "proto/chan.h"          /* WORKER_EXIT_SETUP */
 #include "proto/jsonrpc.h"
 
 static void wproc_read_cb(struct ev_loop *loop, ev_io *io, int revents);

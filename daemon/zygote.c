@@ -35,10 +35,9 @@
 #include "daemon/metrics.h"
 #include "daemon/sched.h"
 #include "daemon/sup.h"
-#include "worker/worker.h"
-#include "worker/zygote.h"
 #include "policy/contain.h"
 #include "policy/seccomp.h"
+#include "proto/chan.h"
 
 extern char **environ;
 

@@ -11,7 +11,6 @@
  */
 #include "policy/contain.h"
 
-#include "worker/worker.h"
 #include "policy/seccomp.h"
 #include "proto/chan.h"
 

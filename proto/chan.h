@@ -69,6 +69,22 @@ struct chan_syscall {
  * (worker/calls.c), in microseconds. */
 #define CHAN_SPIN_US_MAX 10000u
 
+/* The worker's end of its channel, where contain_worker() moves it. */
+#define WORKER_CHAN_FD      3
+/* A worker's exit status, which the supervisor reads when it reaps it. */
+#define WORKER_EXIT_OK      0
+#define WORKER_EXIT_SETUP   120  /* containment failed before any job ran */
+#define WORKER_EXIT_PROTO   121  /* the job frame was missing or malformed */
+#define WORKER_EXIT_PANIC   122  /* an error escaped every protected call (LUAENV_EXIT_PANIC) */
+
+/* The zygote's hand-over of one worker to the supervisor, one message on
+ * the zygote socket (SOCK_SEQPACKET), with the supervisor's end of the
+ * worker's channel attached (SCM_RIGHTS) when pid > 0. */
+struct zyg_msg {
+    int32_t pid;                /* > 0: the worker; 0: none, err says why */
+    int32_t err;                /* errno of the failed step, else 0 */
+};
+
 enum chan_status {
     CHAN_AGAIN = 0,     /* need more bytes */
     CHAN_FRAME,         /* a whole frame is available */

@@ -22,12 +22,6 @@
 
 #include <lua.h>
 
-#define WORKER_CHAN_FD      3    /* the channel, after contain_worker() */
-#define WORKER_EXIT_OK      0
-#define WORKER_EXIT_SETUP   120  /* containment failed before any job ran */
-#define WORKER_EXIT_PROTO   121  /* the job frame was missing or malformed */
-#define WORKER_EXIT_PANIC   122  /* an error escaped every protected call (LUAENV_EXIT_PANIC) */
-
 struct luaenv;
 
 /* Called once in the zygote, before any fork: a Lua state with the sandbox

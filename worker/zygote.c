@@ -31,6 +31,7 @@
 #include "worker/worker.h"
 #include "policy/contain.h"
 #include "policy/seccomp.h"
+#include "proto/chan.h"
 #include "proto/jsonpass.h"
 
 extern char **environ;

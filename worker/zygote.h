@@ -1,23 +1,17 @@
 /*
- * zygote.h - the zygote process, and the one message it sends back.
+ * zygote.h - the zygote process.
  *
  * Called only by main() of the sandboxd binary when it was exec'd as
  * `sandboxd --zygote FD PPID UID GID CHROOT NSFLAGS` (daemon/zygote.c builds
  * that argv).  The zygote builds the sandbox Lua state and the seccomp BPF
  * program once, then answers each one-byte spawn request on FD
  * (SOCK_SEQPACKET) by forking a worker with CLONE_PARENT, so the worker is
- * the supervisor's child, and sending back one struct zyg_msg with the
- * supervisor's end of the worker channel attached (SCM_RIGHTS) when pid > 0.
+ * the supervisor's child, and sending back one struct zyg_msg (proto/chan.h)
+ * with the supervisor's end of the worker channel attached (SCM_RIGHTS) when
+ * pid > 0.
  */
 #ifndef SANDBOXD_WORKER_ZYGOTE_H
 #define SANDBOXD_WORKER_ZYGOTE_H
-
-#include <stdint.h>
-
-struct zyg_msg {
-    int32_t pid;                /* > 0: the worker; 0: none, err says why */
-    int32_t err;                /* errno of the failed step, else 0 */
-};
 
 /* The zygote process itself: argv as built by zygote_start.  Never returns. */
 void zygote_main(int argc, char **argv) __attribute__((noreturn));

@@ -48,7 +48,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "worker/worker.h"
 #include "policy/contain.h"
 #include "policy/seccomp.h"
 #include "proto/chan.h"
