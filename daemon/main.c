@@ -13,7 +13,7 @@
  * reload request (see terminal_gone).  A service has no controlling terminal
  * and SIGHUP always reloads.  SIGINT and SIGHUP ignored at start (nohup)
  * stay ignored.  The zygote and the workers are in a session of
- * their own and never get the terminal's signals (daemon/zygote.c).
+ * their own and never get the terminal's signals (daemon/spawn.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +35,7 @@
 #include "daemon/server.h"
 #include "daemon/sup.h"
 #include "daemon/wproc.h"
-#include "daemon/zygote.h"
+#include "daemon/spawn.h"
 #include "worker/zygote.h"
 
 static void usage(FILE *f)
@@ -236,7 +236,7 @@ static void teardown(struct sup *s)
 
     abort_all(s, "the daemon is shutting down");
     flush_connections(s);
-    zygote_stop(s);
+    spawn_stop(s);
     while (!list_empty(&s->workers)) {          /* every worker is SIGKILLed */
         struct wproc *w = list_first(&s->workers, struct wproc, node);
         int status = 0;
@@ -393,7 +393,7 @@ int main(int argc, char **argv)
         signal_watch(s, &s->sig_int, stop_cb, SIGINT);
     if (!ignored_at_start(SIGHUP))
         signal_watch(s, &s->sig_hup, sighup_cb, SIGHUP);
-    if (zygote_start(s) < 0 ||
+    if (spawn_start(s) < 0 ||
         server_listen(s, s->socket_override ? s->socket_override : s->cfg.socket) < 0) {
         teardown(s);
         return 1;

@@ -23,7 +23,7 @@
 #include "daemon/sup.h"
 #include "daemon/trace.h"
 #include "daemon/wproc.h"
-#include "daemon/zygote.h"
+#include "daemon/spawn.h"
 
 /* The number of worker processes there may be: max_workers, except that
  * one worker beyond the open sessions is always the executions'.  A reload
@@ -259,7 +259,7 @@ static void supply_timer_cb(struct ev_loop *loop, ev_timer *t, int revents)
 
     if (s->stopping)
         return;
-    if (s->zygote_pid <= 0 && zygote_start(s) < 0) {
+    if (s->zygote_pid <= 0 && spawn_start(s) < 0) {
         sched_supply_failed(s, "could not start the zygote");
         return;
     }
@@ -378,7 +378,7 @@ static void spawn(struct sup *s, unsigned n)
         n = n > 0 ? 1 : 0;
     }
     while (n-- > 0 && s->procs < worker_bound(s)) {
-        if (zygote_request(s) < 0)
+        if (spawn_request(s) < 0)
             break;
         s->pending++;
         s->procs++;
@@ -544,7 +544,7 @@ void sched_reap(struct sup *s)
     pid_t pid;
     struct rusage ru;
 
-    zygote_poll(s);     /* hand-overs first, so every reaped pid is known */
+    spawn_poll(s);     /* hand-overs first, so every reaped pid is known */
     while ((pid = wait4(-1, &status, WNOHANG | WUNTRACED, &ru)) > 0) {
         struct wproc *w;
         if (WIFSTOPPED(status)) {
@@ -557,7 +557,7 @@ void sched_reap(struct sup *s)
             continue;
         }
         if (pid == s->zygote_pid) {
-            zygote_died(s, status);
+            spawn_zygote_died(s, status);
             continue;
         }
         if ((w = wproc_find(s, pid))) {

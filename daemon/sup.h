@@ -25,7 +25,7 @@
 #include "policy/config.h"
 
 /* The worker identity and containment layers, decided once at the first
- * zygote start (daemon/zygote.c) and passed to every zygote as argv. */
+ * zygote start (daemon/spawn.c) and passed to every zygote as argv. */
 struct worker_layers {
     int  decided;
     char uid[16], gid[16], ns[16];  /* "" uid: no privilege drop */

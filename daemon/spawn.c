@@ -1,9 +1,9 @@
 /*
- * zygote.c - see zygote.h: the supervisor's handle on the zygote (start,
+ * spawn.c - see spawn.h: the supervisor's handle on the zygote (start,
  * request, poll, restart) and the start-up probe of the worker layers.  The
  * zygote process itself is worker/zygote.c.
  */
-#include "daemon/zygote.h"
+#include "daemon/spawn.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -50,12 +50,12 @@ static void zygote_watch_cb(struct ev_loop *loop, ev_timer *t, int revents);
 static void zygote_io_cb(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)loop; (void)revents;
-    zygote_poll(io->data);
+    spawn_poll(io->data);
 }
 
 /* ---- worker identity and containment layers ----
  *
- * Decided once, at the first zygote_start (like the socket, the worker
+ * Decided once, at the first spawn_start (like the socket, the worker
  * identity is fixed at start; a SIGHUP does not change it), and reused for
  * every zygote restart.  As root:
  *  - [worker] user (and group) must resolve to non-root ids, else the daemon
@@ -326,7 +326,7 @@ static int decide_layers(struct sup *s)
 
 /* Containment: the zygote's (and so every worker's) environment block.
  * Nothing of the daemon's environment - it may hold secrets - is passed on:
- * only LD_BIND_NOW (see zygote_start) and, in sanitizer builds, the
+ * only LD_BIND_NOW (see spawn_start) and, in sanitizer builds, the
  * sanitizer option variables. */
 static char **zygote_env(void)
 {
@@ -354,7 +354,7 @@ static char **zygote_env(void)
     return env;
 }
 
-int zygote_start(struct sup *s)
+int spawn_start(struct sup *s)
 {
     int sv[2];
     pid_t pid;
@@ -429,7 +429,7 @@ static void zygote_watch_cb(struct ev_loop *loop, ev_timer *t, int revents)
     ev_timer_stop(loop, t);
 }
 
-int zygote_request(struct sup *s)
+int spawn_request(struct sup *s)
 {
     char c = 'S';
 
@@ -444,7 +444,7 @@ int zygote_request(struct sup *s)
     return 0;
 }
 
-void zygote_poll(struct sup *s)
+void spawn_poll(struct sup *s)
 {
     for (;;) {
         struct zyg_msg m;
@@ -496,9 +496,9 @@ static void zygote_close(struct sup *s)
     s->zygote_fd = -1;
 }
 
-void zygote_died(struct sup *s, int status)
+void spawn_zygote_died(struct sup *s, int status)
 {
-    zygote_poll(s);             /* hand-overs it sent before dying still count */
+    spawn_poll(s);             /* hand-overs it sent before dying still count */
     zygote_close(s);
     /* children reaped before their hand-over was read: that hand-over will
      * never come now, and a reused pid must not match a stale entry */
@@ -518,11 +518,11 @@ void zygote_died(struct sup *s, int status)
     metrics_zygote_restart();
     /* the first death in a row is restarted at once; later ones when the
      * back-off ends (the supply timer starts it) */
-    if (s->supply_fails <= 1 && zygote_start(s) < 0)
+    if (s->supply_fails <= 1 && spawn_start(s) < 0)
         sched_supply_failed(s, "could not start the zygote");
 }
 
-void zygote_stop(struct sup *s)
+void spawn_stop(struct sup *s)
 {
     zygote_close(s);
     if (s->zygote_pid > 0) {

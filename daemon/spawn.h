@@ -1,5 +1,5 @@
 /*
- * zygote.h - the supervisor's handle on the zygote (worker/zygote.c).
+ * spawn.h - the supervisor's handle on the zygote (worker/zygote.c).
  *
  * Called only in the supervisor.
  *
@@ -12,30 +12,30 @@
  * attached (SCM_RIGHTS).  It never sees client bytes.
  *
  * Contract (supervisor side):
- *  - zygote_start() starts it; zygote_request() asks for one worker without
+ *  - spawn_start() starts it; spawn_request() asks for one worker without
  *    blocking (-1 if the request cannot be queued now).
- *  - zygote_poll() reads every hand-over available now and passes each to
+ *  - spawn_poll() reads every hand-over available now and passes each to
  *    sched_worker_arrived().
- *  - zygote_died() is called by the reaper; it takes the hand-overs already
- *    sent, forgets unanswered requests, and counts a failure of the worker
- *    supply (sched_supply_failed): the first death in a row is restarted at
+ *  - spawn_zygote_died() is called by the reaper; it takes the hand-overs
+ *    already sent, forgets unanswered requests, and counts a failure of the
+ *    worker supply (sched_supply_failed): the first death in a row is restarted at
  *    once, later ones when the supply back-off ends (the supply timer,
  *    which sched_pump keeps armed while no zygote runs), retrying forever.
  *  - A zygote that answers no spawn request for ZYGOTE_STALL_S (stopped or
  *    stuck) is killed, and so restarted.
- *  - zygote_stop() ends it (closing the socket is enough; it is also killed).
+ *  - spawn_stop() ends it (closing the socket is enough; it is also killed).
  */
-#ifndef SANDBOXD_ZYGOTE_H
-#define SANDBOXD_ZYGOTE_H
+#ifndef SANDBOXD_SPAWN_H
+#define SANDBOXD_SPAWN_H
 
 struct sup;
 
 #define ZYGOTE_STALL_S 5.0
 
-int  zygote_start(struct sup *s);
-int  zygote_request(struct sup *s);
-void zygote_poll(struct sup *s);
-void zygote_died(struct sup *s, int status);
-void zygote_stop(struct sup *s);
+int  spawn_start(struct sup *s);
+int  spawn_request(struct sup *s);
+void spawn_poll(struct sup *s);
+void spawn_zygote_died(struct sup *s, int status);
+void spawn_stop(struct sup *s);
 
 #endif
