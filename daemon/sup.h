@@ -23,14 +23,7 @@
 
 #include "daemon/list.h"
 #include "policy/config.h"
-
-/* The worker identity and containment layers, decided once at the first
- * zygote start (daemon/spawn.c) and passed to every zygote as argv. */
-struct worker_layers {
-    int  decided;
-    char uid[16], gid[16], ns[16];  /* "" uid: no privilege drop */
-    char chroot[PATH_MAX];          /* "" : no chroot */
-};
+#include "policy/probe.h"
 
 struct sup {
     struct ev_loop *loop;

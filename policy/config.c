@@ -380,7 +380,7 @@ static int set_string(char **field, const char *s, char *why, size_t whylen)
 }
 
 /* [worker] user or group: a name that exists now, kept as written.  Only
- * names: the daemon (daemon/spawn.c) looks them up with getpwnam/getgrnam
+ * names: the daemon (policy/probe.c) looks them up with getpwnam/getgrnam
  * and, when that fails, leaves workers with its own (root) ids. */
 static int parse_principal(char **field, const char *s, bool is_group, char *why, size_t whylen)
 {

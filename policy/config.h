@@ -84,7 +84,7 @@ struct config {
     char    *worker_group;      /* owned or NULL; default "nogroup" */
     char    *worker_chroot;     /* owned or NULL (no chroot); default "/var/empty";
                                    created if missing and checked at start (as
-                                   root), see daemon/spawn.c decide_layers */
+                                   root), see policy/probe.c probe_layers */
     /* [defaults] and [ceilings] */
     struct limits defaults;
     struct limits ceilings;

@@ -140,7 +140,7 @@ static int set_limits(void)
 
 /* New namespaces: exactly opts->unshare_flags, or nothing when it is 0.
  * The supervisor probes at start-up which namespaces this host permits
- * (daemon/spawn.c) and passes only those, so here any failure is an error:
+ * (policy/probe.c) and passes only those, so here any failure is an error:
  * the worker never runs with fewer layers than the start-up log announced. */
 static int unshare_namespaces(int flags)
 {

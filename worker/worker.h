@@ -1,7 +1,7 @@
 /*
  * worker.h - the worker runtime: one job in one process, then _exit.
  *
- * Runs in a process forked by the zygote (daemon/spawn.c) after
+ * Runs in a process forked by the zygote (worker/zygote.c) after
  * policy/contain.c has confined it (own process group, fds closed, rlimits,
  * no_new_privs, seccomp).  From here on the only syscalls available are the
  * ones in policy/seccomp.c: read/write on WORKER_CHAN_FD, memory management,
