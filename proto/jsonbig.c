@@ -173,13 +173,13 @@ static json_t *load(struct jp_span v, size_t chunk, int depth)
     return json_loadb(v.p, v.n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 }
 
-json_t *jp_load(const char *s, size_t n, size_t chunk)
+json_t *jb_load(const char *s, size_t n, size_t chunk)
 {
     return load(jp_trim(s, n), chunk ? chunk : 1, 1);
 }
 
 /* ---- dumping ---- */
-/* A string of a container that jp_dump_big swapped for a token. */
+/* A string of a container that jb_dump swapped for a token. */
 struct swapped {
     json_t *parent, *orig;      /* orig: the reference the parent held */
     const char *key;            /* objects: the member's key (the parent's) */
@@ -235,7 +235,7 @@ static int swap_member(json_t *v, const char *key, size_t index, json_t *m, size
     return 0;
 }
 
-char *jp_dump_big(json_t *v, size_t big, size_t *len)
+char *jb_dump(json_t *v, size_t big, size_t *len)
 {
     struct swapped sw[16];
     struct jp_splice sp[16];

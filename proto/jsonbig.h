@@ -8,7 +8,7 @@
  * functions give the same trees and the same JSON as json_loadb and
  * json_dumps, and hand every part that is not a long string to jansson.
  *
- * Ownership: jp_load returns a new reference; jp_dump_big a malloc'd buffer.
+ * Ownership: jb_load returns a new reference; jb_dump a malloc'd buffer.
  */
 #ifndef SANDBOXD_JSONBIG_H
 #define SANDBOXD_JSONBIG_H
@@ -24,12 +24,12 @@
  * memcpy between the escapes.  NULL when out of memory.  Text that
  * jp_validate() would refuse gives NULL or some tree, and is never read
  * outside s[0..n). */
-json_t *jp_load(const char *s, size_t n, size_t chunk);
+json_t *jb_load(const char *s, size_t n, size_t chunk);
 
 /* Serialise the object or array v compactly, as json_dumps(JSON_COMPACT)
  * would in value, but with up to 16 string values longer than `big` bytes
  * quoted by jp_quote and spliced in.  v is unchanged afterwards.  A
  * malloc'd buffer of *len bytes, or NULL when out of memory. */
-char *jp_dump_big(json_t *v, size_t big, size_t *len);
+char *jb_dump(json_t *v, size_t big, size_t *len);
 
 #endif

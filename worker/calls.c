@@ -131,7 +131,7 @@ static void read_answer(struct calls *c)
         type != CHAN_TOOL_RESULT)
         _exit(WORKER_EXIT_PROTO);
     look_end(&c->look, t0);
-    j = jp_load(payload, len, JP_CHUNK);            /* a long answer in one pass */
+    j = jb_load(payload, len, JP_CHUNK);            /* a long answer in one pass */
     free(payload);
     look_bound(&c->look, json_integer_value(json_object_get(j, "spin_us")));
     k = json_object_get(j, "call");

@@ -646,7 +646,7 @@ static void read_job(struct job *job, int first)
     TRACE(TR_W_JOB);
     look_end(&job->chunks, t0);
     json_decref(job->spec);
-    job->spec = jp_load(payload, len, JP_CHUNK);    /* long bindings in one pass */
+    job->spec = jb_load(payload, len, JP_CHUNK);    /* long bindings in one pass */
     free(payload);
     op = json_object_get(job->spec, "op");
     code = json_object_get(job->spec, "code");
@@ -769,7 +769,7 @@ static void send_end(struct job *job)
 #endif
     }
     /* a long string (a binding, the value) is quoted in one pass */
-    text = jp_dump_big(job->end, JP_CHUNK, &len);
+    text = jb_dump(job->end, JP_CHUNK, &len);
     if (text == NULL || chan_send(job->fd, job->end_type, text, len) != 0)
         _exit(WORKER_EXIT_PROTO);
 }

@@ -2,7 +2,7 @@
  * fuzz_jsonpass.c - proto/jsonpass: validation without a tree must accept
  * exactly what jansson accepts, whatever the chunk size; walking and
  * splicing a validated text must give back the same JSON, and so must
- * loading it with jp_load.
+ * loading it with jb_load.
  *
  * Input layout:
  *   byte 0   the chunk size given to jp_validate (1 + byte % 64)
@@ -11,7 +11,7 @@
  * JSON_DECODE_ANY | JSON_ALLOW_NUL) succeeds.  For a valid container, its
  * members walked with jp_iter and put back with jp_dump_spliced (each member
  * value spliced raw) parse equal to the original, unless the text holds a
- * splice token itself (then the splice is refused, never wrong).  jp_load
+ * splice token itself (then the splice is refused, never wrong).  jb_load
  * of a valid text equals jansson's tree.
  */
 #include <stdint.h>
@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ref = json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     if ((jp_validate(s, n, chunk) == 0) != (ref != NULL))
         abort();
-    loaded = jp_load(s, n, chunk);          /* any text: stays within bounds */
+    loaded = jb_load(s, n, chunk);          /* any text: stays within bounds */
     if (ref && (!loaded || !json_equal(loaded, ref)))
         abort();
     json_decref(loaded);

@@ -13,7 +13,7 @@
 #include "proto/jsonbig.h"
 #include "proto/jsonpass.h"
 
-/* jp_load gives jansson's tree for every chunk size, the tiny ones making
+/* jb_load gives jansson's tree for every chunk size, the tiny ones making
  * nearly every string and container "long". */
 static void same_tree(const char *s, size_t n)
 {
@@ -22,9 +22,9 @@ static void same_tree(const char *s, size_t n)
 
     assert_non_null(ref);
     for (size_t i = 0; i < sizeof chunks / sizeof *chunks; i++) {
-        json_t *got = jp_load(s, n, chunks[i]);
+        json_t *got = jb_load(s, n, chunks[i]);
         if (!got || !json_equal(got, ref))
-            fail_msg("chunk %zu: jp_load differs from jansson for \"%.*s\"", chunks[i],
+            fail_msg("chunk %zu: jb_load differs from jansson for \"%.*s\"", chunks[i],
                      (int)(n > 200 ? 200 : n), s);
         json_decref(got);
     }
@@ -56,13 +56,13 @@ static void test_load_refuses_invalid(void **state)
     };
     (void)state;
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        json_t *got = jp_load(bad[i], strlen(bad[i]), 1);
+        json_t *got = jb_load(bad[i], strlen(bad[i]), 1);
         if (got)
-            fail_msg("jp_load gave a tree for \"%s\"", bad[i]);
+            fail_msg("jb_load gave a tree for \"%s\"", bad[i]);
     }
 }
 
-/* jp_dump_big gives the same JSON as json_dumps and leaves the tree as it
+/* jb_dump gives the same JSON as json_dumps and leaves the tree as it
  * was: long strings (escapes, control bytes, UTF-8) in objects, arrays and
  * nested ones, more of them than it splices, and short ones beside them. */
 static void test_dump_big(void **state)
@@ -82,7 +82,7 @@ static void test_dump_big(void **state)
         json_array_append_new(arr, i % 3 ? json_string(big) : json_pack("[s,i]", big, i));
     json_object_set_new(v, "bindings", arr);
     copy = json_deep_copy(v);
-    out = jp_dump_big(v, 100, &len);
+    out = jb_dump(v, 100, &len);
     assert_non_null(out);
     assert_int_equal(len, strlen(out));
     back = json_loadb(out, len, 0, NULL);
@@ -90,7 +90,7 @@ static void test_dump_big(void **state)
     assert_true(json_equal(back, copy));
     assert_true(json_equal(v, copy));         /* the tree is as it was */
     free(out);
-    out = jp_dump_big(v, 1000, &len);          /* nothing long: jansson's dump */
+    out = jb_dump(v, 1000, &len);          /* nothing long: jansson's dump */
     assert_non_null(out);
     assert_int_equal(len, strlen(out));
     json_decref(back);
