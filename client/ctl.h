@@ -9,7 +9,7 @@
  *    otherwise; those that produce a JSON value return a new reference the
  *    caller owns (jansson's rules), or NULL.
  *  - There is no mutable global state; the event loop gets signals through
- *    a signalfd (client/session.c), not through handlers.
+ *    a signalfd (client/connection.c), not through handlers.
  */
 #ifndef SANDBOXCTL_CTL_H
 #define SANDBOXCTL_CTL_H

@@ -50,7 +50,7 @@ static void show_error(const json_t *error)
 
 /* Run code in the session.  *rc gets an exit status when the call itself
  * failed (a protocol error, a lost connection). */
-static enum chunk_end run(struct ctl_session *s, const char *sid, const char *code,
+static enum chunk_end run(struct ctl_conn *s, const char *sid, const char *code,
                           enum ctl_json_style style, int *rc)
 {
     json_t *params = json_pack("{s:s,s:s,s:b}", "session", sid, "code", code,
@@ -64,7 +64,7 @@ static enum chunk_end run(struct ctl_session *s, const char *sid, const char *co
         *rc = CTL_EXIT_SOFTWARE;
         return CH_CLOSED;
     }
-    if ((*rc = ctl_session_call(s, "execute", params)) != 0)
+    if ((*rc = ctl_conn_call(s, "execute", params)) != 0)
         return CH_CLOSED;
     error = json_object_get(s->answer, "error");
     result = json_object_get(s->answer, "result");
@@ -88,7 +88,7 @@ static enum chunk_end run(struct ctl_session *s, const char *sid, const char *co
     return CH_ERROR;
 }
 
-int ctl_repl(struct ctl_session *s, json_t *open_params, enum ctl_json_style style)
+int ctl_repl(struct ctl_conn *s, json_t *open_params, enum ctl_json_style style)
 {
     char *line = NULL, *buf = NULL, *sid = NULL, *ret = NULL;
     size_t cap = 0, len = 0, lines = 0;
@@ -96,7 +96,7 @@ int ctl_repl(struct ctl_session *s, json_t *open_params, enum ctl_json_style sty
     const json_t *error;
     ssize_t n;
 
-    if ((rc = ctl_session_call(s, "session/open", open_params)) != 0)
+    if ((rc = ctl_conn_call(s, "session/open", open_params)) != 0)
         return rc;
     if ((error = json_object_get(s->answer, "error")) != NULL) {
         show_error(error);
@@ -155,7 +155,7 @@ int ctl_repl(struct ctl_session *s, json_t *open_params, enum ctl_json_style sty
     }
     if (tty)
         fputc('\n', stderr);
-    if ((rc = ctl_session_call(s, "session/close", json_pack("{s:s}", "session", sid))) == 0 &&
+    if ((rc = ctl_conn_call(s, "session/close", json_pack("{s:s}", "session", sid))) == 0 &&
         (error = json_object_get(s->answer, "error")) != NULL) {
         show_error(error);
         rc = ctl_exit_for_error(error);

@@ -26,8 +26,8 @@
 #include <jansson.h>
 
 #include "client/ctl.h"
-#include "client/session.h"
+#include "client/connection.h"
 
-int ctl_repl(struct ctl_session *s, json_t *open_params, enum ctl_json_style style);
+int ctl_repl(struct ctl_conn *s, json_t *open_params, enum ctl_json_style style);
 
 #endif

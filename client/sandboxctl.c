@@ -4,7 +4,7 @@
  *
  * Flow: parse the whole command line (options may come before or after the
  * command; "--" ends them), read every input (code, params, bindings, tools
- * files) before connecting, send one request through a ctl_session, and
+ * files) before connecting, send one request through a ctl_conn, and
  * turn the answer into output and an exit status.  Nothing is sent when the
  * command line or an input is wrong (exit 2).
  */
@@ -18,7 +18,7 @@
 
 #include "client/ctl.h"
 #include "client/repl.h"
-#include "client/session.h"
+#include "client/connection.h"
 #include "client/tools.h"
 #include "proto/jsonrpc.h"
 
@@ -652,7 +652,7 @@ static int report_metrics(const struct opts *o, const json_t *result)
     return 0;
 }
 
-static int report(const struct opts *o, const struct ctl_session *s)
+static int report(const struct opts *o, const struct ctl_conn *s)
 {
     const json_t *error = json_object_get(s->answer, "error");
     const json_t *result = json_object_get(s->answer, "result");
@@ -730,7 +730,7 @@ static void ensure_std_fds(void)
 int main(int argc, char **argv)
 {
     struct opts o;
-    struct ctl_session s;
+    struct ctl_conn s;
     const char *method = NULL;
     json_t *params = NULL;
     int rc, opened = 0;
@@ -749,7 +749,7 @@ int main(int argc, char **argv)
     rc = build_request(&o, &method, &params);
     if (rc != 0)
         goto out;
-    rc = ctl_session_open(&s, socket_path(&o), o.verbose, &o.tools);
+    rc = ctl_conn_open(&s, socket_path(&o), o.verbose, &o.tools);
     opened = 1;
     if (rc != 0) {
         json_decref(params);
@@ -759,7 +759,7 @@ int main(int argc, char **argv)
         rc = ctl_repl(&s, params, o.style);
     } else {
         s.stream_output = o.stream && !o.raw;
-        rc = ctl_session_call(&s, method, params);
+        rc = ctl_conn_call(&s, method, params);
         if (rc == 0)
             rc = report(&o, &s);
     }
@@ -769,7 +769,7 @@ int main(int argc, char **argv)
     }
 out:
     if (opened)
-        ctl_session_close(&s);
+        ctl_conn_close(&s);
     opts_free(&o);
     return rc;
 }

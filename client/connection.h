@@ -1,7 +1,7 @@
 /*
- * session.h - one connection to sandboxd carrying one request.
+ * connection.h - one connection to sandboxd and the requests it carries.
  *
- * ctl_session_call() sends the request and runs a poll() loop until its
+ * ctl_conn_call() sends the request and runs a poll() loop until its
  * answer arrives, meanwhile:
  *  - answering the daemon's tool/call requests from the tool handlers (one
  *    command at a time; further calls wait in a queue), and replying
@@ -11,7 +11,7 @@
  *    $/cancelRequest for the request, then still waiting for the answer
  *    (which is normally the error `cancelled`); on the second: returning
  *    CTL_EXIT_INTERRUPT at once.
- * SIGINT and SIGCHLD are blocked from ctl_session_open() on and read
+ * SIGINT and SIGCHLD are blocked from ctl_conn_open() on and read
  * through a signalfd; SIGPIPE is ignored.
  *
  * Protocol errors are reported on stderr with what arrived, and returned as
@@ -21,8 +21,8 @@
  * error is taken as the answer: it is how a daemon answers a request it
  * could not read (too large, forbidden peer).
  */
-#ifndef SANDBOXCTL_SESSION_H
-#define SANDBOXCTL_SESSION_H
+#ifndef SANDBOXCTL_CONNECTION_H
+#define SANDBOXCTL_CONNECTION_H
 
 #include <jansson.h>
 #include <stddef.h>
@@ -36,7 +36,7 @@
  * large, and this is a debugging tool, so the bound is generous. */
 #define CTL_MAX_LINE ((size_t)256 << 20)
 
-struct ctl_session {
+struct ctl_conn {
     int fd;                         /* the connection */
     int sigfd;                      /* signalfd for SIGINT, SIGCHLD */
     int verbose;
@@ -62,8 +62,8 @@ struct ctl_session {
 
 /* Connect to path.  On failure prints which path and why, and returns
  * CTL_EXIT_NOCONNECT (or CTL_EXIT_SOFTWARE); 0 on success. */
-int ctl_session_open(struct ctl_session *s, const char *path, int verbose,
-                     const struct ctl_tools *tools);
+int ctl_conn_open(struct ctl_conn *s, const char *path, int verbose,
+                  const struct ctl_tools *tools);
 
 /* Send {method, params (stolen; may be NULL)} with the next id (1, 2, ...)
  * and wait for the answer, which is then in s->answer (an object holding
@@ -73,8 +73,8 @@ int ctl_session_open(struct ctl_session *s, const char *path, int verbose,
  * execution/output notification of this request goes to stderr as it
  * arrives (and s->streamed is set).  Returns 0, or an exit status after
  * printing why. */
-int ctl_session_call(struct ctl_session *s, const char *method, json_t *params);
+int ctl_conn_call(struct ctl_conn *s, const char *method, json_t *params);
 
-void ctl_session_close(struct ctl_session *s);
+void ctl_conn_close(struct ctl_conn *s);
 
 #endif

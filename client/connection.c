@@ -1,6 +1,6 @@
 /*
- * session.c - the client's connection and event loop.  Contracts in
- * session.h.
+ * connection.c - the client's connection and event loop.  Contracts in
+ * connection.h.
  *
  * The loop is poll() over five descriptors: the socket, the signalfd, and
  * the stdin/stdout/stderr pipes of the tool command being run (fd -1, hence
@@ -8,7 +8,7 @@
  * non-blocking and writes go through s->out, so a daemon that is slow to
  * read never stops us from reading its messages or a Ctrl-C.
  */
-#include "client/session.h"
+#include "client/connection.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,10 +29,10 @@
 #define EXCERPT 200
 
 /* "* " info lines, like curl -v. */
-static void info(const struct ctl_session *s, const char *fmt, ...)
+static void info(const struct ctl_conn *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-static void info(const struct ctl_session *s, const char *fmt, ...)
+static void info(const struct ctl_conn *s, const char *fmt, ...)
 {
     va_list ap;
 
@@ -45,7 +45,7 @@ static void info(const struct ctl_session *s, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-static void frame(const struct ctl_session *s, const char *dir, const char *line, size_t len)
+static void frame(const struct ctl_conn *s, const char *dir, const char *line, size_t len)
 {
     if (!s->verbose)
         return;
@@ -122,8 +122,8 @@ static int signals_open(void)
     return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
-int ctl_session_open(struct ctl_session *s, const char *path, int verbose,
-                     const struct ctl_tools *tools)
+int ctl_conn_open(struct ctl_conn *s, const char *path, int verbose,
+                  const struct ctl_tools *tools)
 {
     memset(s, 0, sizeof *s);
     s->fd = s->sigfd = -1;
@@ -145,7 +145,7 @@ int ctl_session_open(struct ctl_session *s, const char *path, int verbose,
     return 0;
 }
 
-void ctl_session_close(struct ctl_session *s)
+void ctl_conn_close(struct ctl_conn *s)
 {
     if (s->running)
         ctl_run_end(&s->run);
@@ -167,7 +167,7 @@ void ctl_session_close(struct ctl_session *s)
 
 /* Queue msg (borrowed) for sending.  -1 only when out of memory; after the
  * daemon stopped reading, messages are dropped. */
-static int send_msg(struct ctl_session *s, const json_t *msg)
+static int send_msg(struct ctl_conn *s, const json_t *msg)
 {
     size_t len, ncap;
     char *line, *nout;
@@ -201,7 +201,7 @@ static int send_msg(struct ctl_session *s, const json_t *msg)
 }
 
 /* send_msg() for a message we built: steals msg. */
-static int send_new(struct ctl_session *s, json_t *msg)
+static int send_new(struct ctl_conn *s, json_t *msg)
 {
     int rc = msg ? send_msg(s, msg) : -1;
 
@@ -211,7 +211,7 @@ static int send_new(struct ctl_session *s, json_t *msg)
 
 /* Write what the socket takes now.  A daemon that closed its end gets
  * nothing more, but we keep reading: it may have said why. */
-static void flush_out(struct ctl_session *s)
+static void flush_out(struct ctl_conn *s)
 {
     ssize_t w;
 
@@ -234,13 +234,13 @@ static void flush_out(struct ctl_session *s)
 
 /* A JSON-RPC error response for id (borrowed) with one of the contract's
  * kinds; steals nothing. */
-static int send_error(struct ctl_session *s, json_t *id, const char *kind, const char *msg)
+static int send_error(struct ctl_conn *s, json_t *id, const char *kind, const char *msg)
 {
     return send_new(s, rpc_error_new(id, kind, msg, NULL));
 }
 
 /* Start h's command for the call `id`, or answer that it cannot run. */
-static int start_command(struct ctl_session *s, const struct ctl_handler *h, json_t *id,
+static int start_command(struct ctl_conn *s, const struct ctl_handler *h, json_t *id,
                          json_t *args)
 {
     json_t *empty = args ? NULL : json_array();
@@ -262,7 +262,7 @@ static int start_command(struct ctl_session *s, const struct ctl_handler *h, jso
 }
 
 /* Answer one tool/call request (borrowed), or start the command that will. */
-static int serve_call(struct ctl_session *s, json_t *req)
+static int serve_call(struct ctl_conn *s, json_t *req)
 {
     json_t *id = json_object_get(req, "id"), *params = json_object_get(req, "params");
     json_t *args = json_object_get(params, "args");
@@ -291,7 +291,7 @@ static int serve_call(struct ctl_session *s, json_t *req)
 }
 
 /* Serve queued tool calls, in order, until one needs a command to run. */
-static int pump_tools(struct ctl_session *s)
+static int pump_tools(struct ctl_conn *s)
 {
     json_t *req;
     int rc = 0;
@@ -306,7 +306,7 @@ static int pump_tools(struct ctl_session *s)
 }
 
 /* If the running command is complete, answer its call and start the next. */
-static int check_run(struct ctl_session *s)
+static int check_run(struct ctl_conn *s)
 {
     int rc;
 
@@ -326,7 +326,7 @@ static int check_run(struct ctl_session *s)
 
 /* Stop the running command and forget queued calls, without answering
  * them: the execution they belong to is being cancelled. */
-static void drop_tools(struct ctl_session *s)
+static void drop_tools(struct ctl_conn *s)
 {
     if (s->running) {
         info(s, "%s.%s: killing the tool command", s->run.h->tool, s->run.h->func);
@@ -338,7 +338,7 @@ static void drop_tools(struct ctl_session *s)
 
 /* The daemon withdrew tool call `id` (a $/cancelRequest or
  * notifications/cancelled): stop its command or drop it from the queue. */
-static int withdraw_call(struct ctl_session *s, const json_t *id)
+static int withdraw_call(struct ctl_conn *s, const json_t *id)
 {
     json_t *req;
     size_t i;
@@ -360,7 +360,7 @@ static int withdraw_call(struct ctl_session *s, const json_t *id)
     return 0;
 }
 
-static int on_request(struct ctl_session *s, const struct rpc_msg *m)
+static int on_request(struct ctl_conn *s, const struct rpc_msg *m)
 {
     char text[300];
 
@@ -373,7 +373,7 @@ static int on_request(struct ctl_session *s, const struct rpc_msg *m)
     return pump_tools(s);
 }
 
-static int on_notification(struct ctl_session *s, const struct rpc_msg *m)
+static int on_notification(struct ctl_conn *s, const struct rpc_msg *m)
 {
     if (strcmp(m->method, "$/cancelRequest") == 0)
         return withdraw_call(s, json_object_get(m->params, "id"));
@@ -393,7 +393,7 @@ static int on_notification(struct ctl_session *s, const struct rpc_msg *m)
 }
 
 /* A response that answers our request: it carries our id. */
-static int is_answer(const struct ctl_session *s, const struct rpc_msg *m)
+static int is_answer(const struct ctl_conn *s, const struct rpc_msg *m)
 {
     return m->type == RPC_RESPONSE && m->id != NULL && json_equal(m->id, s->id);
 }
@@ -428,7 +428,7 @@ static int protocol_error(const char *what, const char *why, const char *line, s
 }
 
 /* Handle one line.  Returns 0, or an exit status. */
-static int on_line(struct ctl_session *s, const char *line, size_t len)
+static int on_line(struct ctl_conn *s, const char *line, size_t len)
 {
     struct rpc_msg m;
     int rc = 0;
@@ -475,7 +475,7 @@ out:
     return rc;
 }
 
-static int on_eof(struct ctl_session *s)
+static int on_eof(struct ctl_conn *s)
 {
     char shown[EXCERPT];
     size_t pending = ndjson_pending(&s->rd);
@@ -494,7 +494,7 @@ static int on_eof(struct ctl_session *s)
 
 /* Read what the socket has and handle every complete line.  Returns 0, or
  * an exit status. */
-static int on_readable(struct ctl_session *s)
+static int on_readable(struct ctl_conn *s)
 {
     char chunk[65536];
     enum ndjson_status st;
@@ -529,7 +529,7 @@ static int on_readable(struct ctl_session *s)
     return 0;
 }
 
-static int interrupt(struct ctl_session *s)
+static int interrupt(struct ctl_conn *s)
 {
     s->interrupts++;
     if (s->interrupts > 1) {
@@ -547,7 +547,7 @@ static int interrupt(struct ctl_session *s)
 }
 
 /* Drain the signalfd.  Returns 0, or an exit status. */
-static int on_signals(struct ctl_session *s)
+static int on_signals(struct ctl_conn *s)
 {
     struct signalfd_siginfo si;
     int rc;
@@ -565,7 +565,7 @@ static int on_signals(struct ctl_session *s)
     return 0;
 }
 
-int ctl_session_call(struct ctl_session *s, const char *method, json_t *params)
+int ctl_conn_call(struct ctl_conn *s, const char *method, json_t *params)
 {
     struct pollfd p[5];
     int rc;
