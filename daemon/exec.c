@@ -29,8 +29,8 @@
 #include "policy/seccomp.h"     /* containment: seccomp_syscall_name */
 #include "proto/bindings.h"
 #include "proto/chan.h"            /* WORKER_EXIT_* */
-#include "proto/codec.h"
 #include "proto/jsonrpc.h"
+#include "proto/utf8.h"
 
 #define BIT(ev) (1u << (ev))
 
@@ -220,10 +220,10 @@ static void stream_flush(struct exec *e, int final)
     if (!e->stream || !e->conn || e->streamed >= e->output_len)
         return;
     end = final ? e->output_len
-                : e->streamed + codec_utf8_complete(e->output + e->streamed, e->output_len - e->streamed);
+                : e->streamed + utf8_complete(e->output + e->streamed, e->output_len - e->streamed);
     if (end == e->streamed)
         return;
-    text = codec_string_new(e->output + e->streamed, end - e->streamed);
+    text = utf8_string_new(e->output + e->streamed, end - e->streamed);
     msg = text ? json_pack("{s:s,s:s,s:{s:O,s:o}}", "jsonrpc", "2.0", "method", "execution/output",
                            "params", "execution_id", e->req_id, "text", text) : NULL;
     e->streamed = end;
@@ -255,7 +255,7 @@ static void stream_note(struct exec *e)
 
 static json_t *exec_output(const struct exec *e)
 {
-    json_t *s = codec_string_new(e->output ? e->output : "", e->output_len);
+    json_t *s = utf8_string_new(e->output ? e->output : "", e->output_len);
     return s ? s : json_string("");
 }
 

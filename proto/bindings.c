@@ -17,7 +17,8 @@
  */
 #include "proto/bindings.h"
 
-#include "proto/codec.h"
+#include "proto/utf8.h"
+#include "worker/codec.h"
 
 #include <lauxlib.h>
 #include <limits.h>
@@ -402,7 +403,7 @@ static int exp_string(struct exporter *x, int idx, json_t **out)
     size_t len;
     const char *s = lua_tolstring(x->L, idx, &len);
 
-    if (codec_utf8_valid(s, len)) {
+    if (utf8_valid(s, len)) {
         if (charge(x, text_cost(s, len)) < 0)
             return -1;
         *out = json_stringn_nocheck(s, len);
@@ -558,7 +559,7 @@ static int exp_global(struct exporter *x, int bidx, int kidx, struct entries *es
     if (lua_type(L, kidx) != LUA_TSTRING)
         return 0;
     entry_key(L, kidx, &e);
-    if (!codec_utf8_valid(e.s, e.len) || in_baseline(L, bidx, kidx))
+    if (!utf8_valid(e.s, e.len) || in_baseline(L, bidx, kidx))
         return 0;
     if ((rc = exp_value(x, kidx + 1, &v)) != 0)
         return rc < 0 ? -1 : 0;

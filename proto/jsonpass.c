@@ -22,14 +22,14 @@
  * 0x20; a backslash is followed by one of "\/bfnrt or by u and four hex
  * digits; a \u escape of a high surrogate is followed by a \u escape of a
  * low one, and a low one never stands alone; \u0000 is allowed (the caller
- * passes JSON_ALLOW_NUL); the bytes are strict UTF-8 (codec_utf8_valid).
+ * passes JSON_ALLOW_NUL); the bytes are strict UTF-8 (utf8_valid).
  * Keys still go to jansson, which refuses a NUL in them.  fuzz_jsonpass
  * holds the two to the same answers.
  */
 #include "proto/jsonpass.h"
 
 #include "proto/ascii.h"
-#include "proto/codec.h"
+#include "proto/utf8.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -196,7 +196,7 @@ static int string_ok(const char *p, size_t n)
             for (j = i; j < n && (unsigned char)p[j] >= 0x80; j++)
                 ;
 #if !defined(MUTATE_STRING_UTF8)
-            if (!codec_utf8_valid(p + i, j - i))
+            if (!utf8_valid(p + i, j - i))
                 return -1;
 #endif
             i = j;

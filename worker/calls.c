@@ -22,11 +22,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "worker/codec.h"
 #include "worker/look.h"
 #include "worker/luaenv.h"
 #include "worker/worker.h"
 #include "proto/chan.h"
-#include "proto/codec.h"
 #include "proto/jsonbig.h"
 #include "proto/jsonpass.h"
 

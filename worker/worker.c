@@ -25,14 +25,15 @@
 
 #include "daemon/trace.h"
 #include "worker/calls.h"
+#include "worker/codec.h"
 #include "worker/hint.h"
 #include "worker/look.h"
 #include "worker/luaenv.h"
 #include "proto/bindings.h"
 #include "proto/chan.h"
-#include "proto/codec.h"
 #include "proto/jsonbig.h"
 #include "proto/jsonpass.h"
+#include "proto/utf8.h"
 
 #define JOB_MAX_BYTES       CHAN_JOB_MAX
 #define TEXT_MAX            8192            /* messages and tracebacks */
@@ -89,7 +90,7 @@ static void end_error(struct job *job, const char *kind, const char *msg, size_t
     if (job->end == NULL)
         return;
     json_object_set_new(job->end, "kind", json_string(kind));
-    json_object_set_new(job->end, "message", codec_string_new(msg, len < TEXT_MAX ? len : TEXT_MAX));
+    json_object_set_new(job->end, "message", utf8_string_new(msg, len < TEXT_MAX ? len : TEXT_MAX));
 }
 
 static void end_errorf(struct job *job, const char *kind, const char *msg)
@@ -387,7 +388,7 @@ static void end_runtime(struct job *job, lua_State *L)
     if (job->line > 0)
         json_object_set_new(job->end, "line", json_integer(job->line));
     if (job->have_tb)
-        json_object_set_new(job->end, "traceback", codec_string_new(job->tb, job->tb_len));
+        json_object_set_new(job->end, "traceback", utf8_string_new(job->tb, job->tb_len));
 }
 
 /* The values first..top as the result value: none -> null, one -> it,

@@ -21,22 +21,22 @@ CFLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefin
 -DRPC_PASS_MIN=16"     # lines above 16 bytes take the pass-through path (fuzz_ndjson_rpc)
 LIBS="$PKG_LIBS -lm"
 
-# The project sources each target links (only proto/ is needed: the unit
-# tests, whose Lua setup the targets copy, use luaL_newstate+luaL_openlibs,
-# not worker/luaenv.c).
+# The project sources each target links (proto/ and the worker's Lua
+# codecs, not the rest of worker/: the unit tests, whose Lua setup the
+# targets copy, use luaL_newstate+luaL_openlibs, not worker/luaenv.c).
 srcs_for() {
     case $1 in
-    fuzz_ndjson_rpc) echo "proto/inbuf.c proto/ndjson.c proto/jsonrpc.c proto/jsonpass.c proto/codec.c" ;;
-    fuzz_jsonpass)   echo "proto/jsonpass.c proto/jsonbig.c proto/codec.c" ;;
+    fuzz_ndjson_rpc) echo "proto/inbuf.c proto/ndjson.c proto/jsonrpc.c proto/jsonpass.c proto/utf8.c" ;;
+    fuzz_jsonpass)   echo "proto/jsonpass.c proto/jsonbig.c proto/utf8.c" ;;
     fuzz_chan)       echo "proto/inbuf.c proto/chan.c" ;;
-    fuzz_codec)      echo "proto/codec.c" ;;
-    fuzz_bindings)   echo "proto/codec.c proto/bindings.c" ;;
+    fuzz_codec)      echo "proto/utf8.c worker/codec.c" ;;
+    fuzz_bindings)   echo "proto/utf8.c worker/codec.c proto/bindings.c" ;;
     fuzz_limits)     echo "policy/limits.c" ;;
     *) echo "build.sh: unknown target $1" >&2; exit 2 ;;
     esac
 }
 
-mkdir -p "$OUT/obj/proto" "$OUT/obj/policy"
+mkdir -p "$OUT/obj/proto" "$OUT/obj/policy" "$OUT/obj/worker"
 
 ALL_SRCS=""
 for t in $TARGETS; do

@@ -35,7 +35,7 @@
 #include <lualib.h>
 
 #include "proto/bindings.h"
-#include "proto/codec.h"
+#include "worker/codec.h"
 #include "tests/fuzz/fuzz_util.h"
 
 #define GIDX 1

@@ -1,5 +1,5 @@
 /*
- * fuzz_codec.c - proto/codec.c: JSON from the outside (a tool result sent by
+ * fuzz_codec.c - worker/codec.c: JSON from the outside (a tool result sent by
  * the client, read by the worker) pushed into Lua, and Lua values encoded
  * back to JSON (results, tool arguments).
  *
@@ -31,7 +31,8 @@
 #include <lua.h>
 #include <lualib.h>
 
-#include "proto/codec.h"
+#include "proto/utf8.h"
+#include "worker/codec.h"
 #include "tests/fuzz/fuzz_util.h"
 
 #define DUMP_FLAGS (JSON_COMPACT | JSON_ENCODE_ANY)
@@ -133,12 +134,12 @@ static void encode_bounded(size_t max)
     json_decref(out);
 }
 
-/* codec_utf8_complete (streamed output is cut there): the cut removes at
+/* utf8_complete (streamed output is cut there): the cut removes at
  * most 3 bytes; well-formed text stays well-formed and loses only the start
  * of one character; the cut never lands inside a character. */
 static void check_utf8_complete(const char *s, size_t len)
 {
-    size_t k = codec_utf8_complete(s, len);
+    size_t k = utf8_complete(s, len);
 
     CHECK(k <= len && len - k <= 3, "cut %zu of %zu", k, len);
     if (k < len)
@@ -146,12 +147,12 @@ static void check_utf8_complete(const char *s, size_t len)
               (unsigned char)s[k]);
     for (size_t i = k + 1; i < len; i++)
         CHECK(((unsigned char)s[i] & 0xC0) == 0x80, "the cut tail holds a lead byte");
-    if (codec_utf8_valid(s, len)) {
-        CHECK(codec_utf8_valid(s, k), "a well-formed text cut into a malformed one");
+    if (utf8_valid(s, len)) {
+        CHECK(utf8_valid(s, k), "a well-formed text cut into a malformed one");
         CHECK(k == len, "a well-formed text was cut");
     }
-    if (k < len && codec_utf8_valid(s, k))
-        CHECK(!codec_utf8_valid(s, len), "cut a complete character");
+    if (k < len && utf8_valid(s, k))
+        CHECK(!utf8_valid(s, len), "cut a complete character");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

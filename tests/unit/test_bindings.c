@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "proto/bindings.h"
-#include "proto/codec.h"
+#include "worker/codec.h"
 
 #define GIDX 1
 #define BIDX 2

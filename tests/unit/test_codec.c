@@ -1,5 +1,5 @@
 /*
- * test_codec.c - proto/codec.c against a real Lua state, with hostile
+ * test_codec.c - worker/codec.c and proto/utf8.c against a real Lua state, with hostile
  * values: cycles, deep nesting, metatables whose metamethods raise, invalid
  * UTF-8, NaN and infinities, size caps.
  */
@@ -15,7 +15,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "proto/codec.h"
+#include "proto/utf8.h"
+#include "worker/codec.h"
 
 static int setup(void **state)
 {
@@ -143,7 +144,7 @@ static void test_strings(void **state)
 
 /* Our validator and jansson's must agree, or json_stringn_nocheck would
  * accept text jansson itself refuses. */
-/* codec_utf8_complete: where streamed output may be cut. */
+/* utf8_complete: where streamed output may be cut. */
 static void test_utf8_complete(void **state)
 {
     static const struct { const char *s; size_t keep; } cases[] = {
@@ -155,7 +156,7 @@ static void test_utf8_complete(void **state)
     };
     (void)state;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        assert_int_equal(codec_utf8_complete(cases[i].s, strlen(cases[i].s)), cases[i].keep);
+        assert_int_equal(utf8_complete(cases[i].s, strlen(cases[i].s)), cases[i].keep);
 }
 
 static void test_utf8_agrees_with_jansson(void **state)
@@ -173,11 +174,11 @@ static void test_utf8_agrees_with_jansson(void **state)
     (void)state;
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         j = json_stringn(cases[i], strlen(cases[i]));
-        if (codec_utf8_valid(cases[i], strlen(cases[i])) != (j != NULL))
+        if (utf8_valid(cases[i], strlen(cases[i])) != (j != NULL))
             fail_msg("case %zu disagrees with jansson", i);
         json_decref(j);
     }
-    assert_int_equal(codec_utf8_valid("a\0b", 3), 1);
+    assert_int_equal(utf8_valid("a\0b", 3), 1);
 }
 
 /* The ASCII runs are skipped a word at a time (proto/ascii.h): every byte
@@ -195,7 +196,7 @@ static void test_utf8_every_byte_at_every_offset(void **state)
                 memset(buf, 'a', sizeof buf);
                 buf[at] = (char)c;
                 j = json_stringn(buf, n);
-                if (codec_utf8_valid(buf, n) != (j != NULL))
+                if (utf8_valid(buf, n) != (j != NULL))
                     fail_msg("byte 0x%02x at %zu of %zu disagrees with jansson", c, at, n);
                 json_decref(j);
             }
@@ -204,7 +205,7 @@ static void test_utf8_every_byte_at_every_offset(void **state)
                 memset(buf, 'a', sizeof buf);
                 memcpy(buf + at, seq[k], at + len <= sizeof buf ? len : sizeof buf - at);
                 j = json_stringn(buf, n);
-                if (codec_utf8_valid(buf, n) != (j != NULL))
+                if (utf8_valid(buf, n) != (j != NULL))
                     fail_msg("sequence %zu at %zu of %zu disagrees with jansson", k, at, n);
                 json_decref(j);
             }
@@ -216,12 +217,12 @@ static void test_string_new(void **state)
     json_t *j;
 
     (void)state;
-    j = codec_string_new("a\0\xff", 3);
+    j = utf8_string_new("a\0\xff", 3);
     assert_non_null(j);
     assert_int_equal(json_string_length(j), 5);
     assert_memory_equal(json_string_value(j), "a\0\xef\xbf\xbd", 5);
     json_decref(j);
-    j = codec_string_new("ok", 2);
+    j = utf8_string_new("ok", 2);
     assert_string_equal(json_string_value(j), "ok");
     json_decref(j);
 }

@@ -1,5 +1,6 @@
 /*
- * codec.c - Lua values <-> JSON values (contract: codec.h).
+ * codec.c - Lua values <-> JSON values (contract: codec.h).  The string
+ * rules (UTF-8 checks, repair, the cost of a string) are proto/utf8.c's.
  *
  * Lua -> JSON reads tables raw (lua_next, lua_rawgeti) and pushes nothing
  * that needs memory: lua_next and lua_rawgeti only copy existing values
@@ -10,9 +11,9 @@
  * JSON -> Lua allocates Lua objects, and any allocation may raise a memory
  * error: codec_push_json must run in protected context.
  */
-#include "proto/codec.h"
+#include "worker/codec.h"
 
-#include "proto/ascii.h"
+#include "proto/utf8.h"
 
 #include <limits.h>
 #include <math.h>
@@ -31,165 +32,6 @@ static const char err_cycle[] = "table cycle";
 static const char err_depth[] = "nesting deeper than " CODEC_STR(CODEC_MAX_DEPTH);
 static const char err_size[] = CODEC_ERR_TOO_LARGE;
 static const char err_nomem[] = "out of memory";
-
-/* ---------------------------------------------------------------- UTF-8 */
-
-/* Length of the well-formed UTF-8 sequence at s[0..n) (n >= 1), or 0 when
- * s[0] does not start one.  RFC 3629: no overlong forms, no surrogates
- * (U+D800..U+DFFF), nothing above U+10FFFF, no truncated sequence. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
-    size_t len, i;
-
-    if (c < 0x80)
-        return 1;
-    if (c < 0xC2) /* continuation byte, or overlong 2-byte lead */
-        return 0;
-    if (c < 0xE0) {
-        len = 2;
-    } else if (c < 0xF0) {
-        len = 3;
-        if (c == 0xE0)
-            lo = 0xA0; /* overlong */
-        else if (c == 0xED)
-            hi = 0x9F; /* surrogates */
-    } else if (c < 0xF5) {
-        len = 4;
-        if (c == 0xF0)
-            lo = 0x90; /* overlong */
-        else if (c == 0xF4)
-            hi = 0x8F; /* above U+10FFFF */
-    } else {
-        return 0;
-    }
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (i = 2; i < len; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    return len;
-}
-
-size_t codec_utf8_complete(const char *s, size_t len)
-{
-    size_t i = len;
-
-    while (i > 0 && len - i < 4) {
-        unsigned char ch = (unsigned char)s[i - 1];
-        size_t need;
-        if (ch < 0x80)
-            return len;
-        if ((ch & 0xC0) == 0x80) {  /* continuation: look further back */
-            i--;
-            continue;
-        }
-        if (ch < 0xC2 || ch > 0xF4)
-            return len;             /* never a lead byte: nothing to wait for */
-        need = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : 2;
-        return len - (i - 1) < need ? i - 1 : len;
-    }
-    return len;
-}
-
-int codec_utf8_valid(const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0, k;
-
-    while ((i += ascii_span(s + i, len - i)) < len) {
-        if ((k = utf8_seq(p + i, len - i)) == 0)
-            return 0;
-        i += k;
-    }
-    return 1;
-}
-
-/* Approximate size of s as a JSON string after repair and escaping: the
- * quotes, 3 bytes per invalid byte (U+FFFD), 6 per control character
- * (\u00XX; an overestimate for \n and friends), 2 for '"' and '\\'. */
-static size_t str_cost(const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0, k, cost = 2;
-
-    while (i < len) {
-        k = ascii_json_span(s + i, len - i);
-        cost += k;
-        if ((i += k) == len)
-            break;
-        k = utf8_seq(p + i, len - i);
-        if (k == 0) {
-            cost += 3;
-            i++;
-            continue;
-        }
-        if (k == 1 && (p[i] < 0x20 || p[i] == '"' || p[i] == '\\'))
-            cost += p[i] < 0x20 ? 6 : 2;
-        else
-            cost += k;
-        i += k;
-    }
-    return cost;
-}
-
-/* The well-formed sequence at p[0..n) as utf8_seq, but with NUL counted
- * as invalid when nul_bad is set. */
-static size_t utf8_seq_in(const unsigned char *p, size_t n, int nul_bad)
-{
-    return nul_bad && p[0] == '\0' ? 0 : utf8_seq(p, n);
-}
-
-/* Copy s[0..len) into a new malloc'd buffer with one U+FFFD per byte that
- * does not belong to a well-formed sequence (and per NUL when nul_bad);
- * *outlen gets its length.  NULL on allocation failure.  The caller
- * frees. */
-static char *utf8_repair(const char *s, size_t len, int nul_bad, size_t *outlen)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0, o = 0, k, bad = 0;
-    char *out;
-
-    while (i < len) {
-        k = utf8_seq_in(p + i, len - i, nul_bad);
-        bad += k == 0;
-        i += k ? k : 1;
-    }
-    if (bad > (SIZE_MAX - len - 1) / 2)
-        return NULL;
-    if ((out = malloc(len + 2 * bad + 1)) == NULL)
-        return NULL;
-    for (i = 0; i < len;) {
-        k = utf8_seq_in(p + i, len - i, nul_bad);
-        if (k == 0) {
-            memcpy(out + o, "\xEF\xBF\xBD", 3);
-            o += 3;
-            i++;
-        } else {
-            memcpy(out + o, s + i, k);
-            o += k;
-            i += k;
-        }
-    }
-    out[o] = '\0';
-    *outlen = o;
-    return out;
-}
-
-json_t *codec_string_new(const char *s, size_t len)
-{
-    json_t *j;
-    char *fixed;
-    size_t n;
-
-    if (codec_utf8_valid(s, len))
-        return json_stringn_nocheck(s, len);
-    if ((fixed = utf8_repair(s, len, 0, &n)) == NULL)
-        return NULL;
-    j = json_stringn_nocheck(fixed, n);
-    free(fixed);
-    return j;
-}
 
 /* --------------------------------------------------------- Lua -> JSON */
 
@@ -244,9 +86,9 @@ static int enc_string(struct enc *e, int idx, json_t **out)
         e->err = err_size;
         return -1;
     }
-    if (charge(e, str_cost(s, len)) < 0)
+    if (charge(e, utf8_json_cost(s, len)) < 0)
         return -1;
-    if ((*out = codec_string_new(s, len)) == NULL) {
+    if ((*out = utf8_string_new(s, len)) == NULL) {
         e->err = err_nomem;
         return -1;
     }
@@ -298,7 +140,7 @@ static int key_string(struct enc *e, int idx, char *buf, size_t bufsz,
     switch (lua_type(L, idx)) {
     case LUA_TSTRING:
         *key = lua_tolstring(L, idx, klen);
-        if (!codec_utf8_valid(*key, *klen) || memchr(*key, '\0', *klen) != NULL) {
+        if (!utf8_valid(*key, *klen) || memchr(*key, '\0', *klen) != NULL) {
             if ((*fixed = utf8_repair(*key, *klen, 1, klen)) == NULL)
                 return -1;
             *key = *fixed;
@@ -373,7 +215,7 @@ static int enc_object(struct enc *e, int idx, json_t **out)
             continue;
         }
         /* the key as it will be written: quoted and escaped, then ':' and ',' */
-        if (charge(e, str_cost(key, klen) + 2) < 0 || enc_value(e, top + 2, &v) < 0) {
+        if (charge(e, utf8_json_cost(key, klen) + 2) < 0 || enc_value(e, top + 2, &v) < 0) {
             free(fixed);
             goto fail;
         }

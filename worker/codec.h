@@ -1,6 +1,8 @@
 /*
  * codec.h - Lua values <-> JSON values at the tool bridge and in results
- * (docs/protocol.md §8-9).  Runs only in the worker.
+ * (docs/protocol.md §8-9).  Runs in the worker, on the values of its Lua
+ * state; the string rules it applies are proto/utf8.h's, which the
+ * supervisor shares.
  *
  * Lua -> JSON (codec_to_json):
  *   nil -> null; boolean -> boolean; integer -> integer; float -> real
@@ -71,22 +73,5 @@ int codec_to_json(lua_State *L, int idx, size_t max_bytes, json_t **out, const c
 /* Push the Lua form of v (borrowed).  On error nothing is pushed.  May
  * raise a memory error: protected context only. */
 int codec_push_json(lua_State *L, const json_t *v, const char **err);
-
-/* Return a new JSON string for the bytes s[0..len), replacing invalid UTF-8
- * as described above.  NULL only on allocation failure. */
-json_t *codec_string_new(const char *s, size_t len);
-
-/* 1 if s[0..len) is well-formed UTF-8 (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF; NUL allowed), else 0.  The same test
- * decides what codec_string_new repairs and what bindings store as bytes. */
-int codec_utf8_valid(const char *s, size_t len);
-
-/* The length of s[0..len) without an incomplete UTF-8 sequence at its end
- * (a lead byte followed by fewer continuation bytes than it needs, at most
- * 3 bytes in all), so that a text cut there never splits a character: for
- * well-formed s, s[0..result) is well-formed and the rest is the beginning
- * of one character.  Bytes that are not UTF-8 at all are left in place
- * (codec_string_new repairs them).  Used to stream output in pieces. */
-size_t codec_utf8_complete(const char *s, size_t len);
 
 #endif
