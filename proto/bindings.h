@@ -21,53 +21,61 @@
  * form: unpadded or non-zero-tail base64, decimal or uppercase floats, a
  * bare JSON real, null, an object, a table or NaN as a key.
  *
- * What is kept: globals whose name is a UTF-8 string and that the sandbox did
- * not define (bindings_export is given the baseline: the set of names that
- * existed before user code ran).  Functions, userdata, threads and
- * metatables are not kept; a table entry whose key or value is not plain
- * data is dropped; a table met again on the current path (a cycle) is
- * dropped at the point of recurrence, as Legion does (the globals table
- * itself counts as on the path, so `g = _G` is not kept); nesting deeper than
- * CODEC_MAX_DEPTH drops the too-deep entry (a global's own table is at
- * depth 1; restore rejects deeper nesting).  A string key that is not UTF-8
- * is kept (as "b"); a table key drops its entry.  Reading is raw.
- *
- * Restoring sets each name as a raw global unless the name is in the
- * baseline (the sandbox's names always win).
- *
- * Raising: bindings_export allocates nothing in Lua and never raises.
- * bindings_restore creates strings and tables, which raise a memory error
- * when the allocator refuses: call it only in protected context (e.g. from
- * a C function run by lua_pcall); a raised error leaks no C memory.
+ * What export keeps and how restore sets it: worker/bindings_lua.h.  This
+ * header is the format alone, with no Lua: the supervisor reads the names
+ * (bindings_names, bindings_names_text), the worker checks and walks a
+ * value it restores (bindings_check, bindings_walk) and encodes bytes
+ * (bindings_b64_string), and all of them apply the same code.
  */
 #ifndef SANDBOXD_BINDINGS_H
 #define SANDBOXD_BINDINGS_H
 
 #include <jansson.h>
-#include <lua.h>
 #include <stddef.h>
 
-/* Read the globals table at stack index gidx.  The baseline is a table at
- * stack index bidx whose keys are the names to skip.  On success *out is a
- * new JSON array (owned by the caller) and *size its encoded size in
- * bytes: exactly the length of json_dumps(*out, JSON_COMPACT), counted as
- * it is built.  Returns 0, or -1 with *err set (out of memory, or the
- * encoding would be longer than max_bytes: err is then "bindings too
- * large"; a max_bytes of 0 means unbounded).  The stack is left as it was.  Never
- * raises. */
-int bindings_export(lua_State *L, int gidx, int bidx, size_t max_bytes,
-                    json_t **out, size_t *size, const char **err);
+/* Tables nest at most this deep: a global's own table is at depth 1
+ * (worker/codec.h's CODEC_MAX_DEPTH, the same number). */
+#define BINDINGS_MAX_DEPTH 100
 
-/* Set the globals in b (borrowed) into the table at gidx, skipping names
- * present as keys in the baseline table at bidx.  Returns 0, or -1 with
- * *err set ("malformed bindings: ...") when b is malformed; b is validated
- * whole first, so then no global has been set.  The stack is left as it
- * was.  Protected context only (see above). */
-int bindings_restore(lua_State *L, int gidx, int bidx, const json_t *b, const char **err);
+/* 0 when b is well-formed bindings (the whole value), else -1 with *err
+ * set ("malformed bindings: ..."). */
+int bindings_check(const json_t *b, const char **err);
+
+/* What bindings_walk() hands over, in document order: each value once
+ * (a table's entries as key, value, then entry()), ctx passed on. */
+struct bindings_sink {
+    void (*boolean)(void *ctx, int b);
+    void (*integer)(void *ctx, json_int_t i);
+    void (*number)(void *ctx, double d);                    /* an "f" value */
+    void (*string)(void *ctx, const char *s, size_t len);   /* a plain string */
+    /* a "b" value: n bytes, which bindings_b64_decode(b64, len, dst) writes */
+    void (*bytes)(void *ctx, const char *b64, size_t len, size_t n);
+    /* a "t" value: a new table, seq entries 1..seq and rest others (hints) */
+    void (*table)(void *ctx, size_t seq, size_t rest);
+    /* the key and the value just handed over belong to the table below them */
+    void (*entry)(void *ctx);
+};
+
+/* Hand the stored value v (one pair's second member) to sk.  v must come
+ * from bindings that bindings_check() accepted: then it returns 0; else -1
+ * with *err set, after some values were handed over. */
+int bindings_walk(const json_t *v, const struct bindings_sink *sk, void *ctx, const char **err);
+
+/* Padded standard base64 (RFC 4648 section 4) of n bytes: its length, and
+ * a new JSON string holding it (NULL on allocation failure). */
+size_t bindings_b64_len(size_t n);
+json_t *bindings_b64_string(const unsigned char *in, size_t n);
+
+/* Decode in[0..n) into out, which holds the decoded length, or validate
+ * only when out is NULL.  Strict: padded to a multiple of 4, alphabet
+ * characters only, '=' only as the last one or two, and the unused bits
+ * of a padded group zero (so each byte string has one encoding).  Returns
+ * the decoded length or BINDINGS_B64_BAD. */
+#define BINDINGS_B64_BAD ((size_t)-1)
+size_t bindings_b64_decode(const char *in, size_t n, unsigned char *out);
 
 /* The names held by bindings b, as a new JSON array of strings in stored
- * order; NULL with *err set when b is malformed.  Runs in the supervisor:
- * pure JSON, no Lua. */
+ * order; NULL with *err set when b is malformed. */
 json_t *bindings_names(const json_t *b, const char **err);
 
 /* The same for bindings as text s[0..n), which must be valid JSON (the

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "daemon/trace.h"
+#include "worker/bindings_lua.h"
 #include "worker/calls.h"
 #include "worker/codec.h"
 #include "worker/hint.h"

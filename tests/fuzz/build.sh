@@ -30,7 +30,7 @@ srcs_for() {
     fuzz_jsonpass)   echo "proto/jsonpass.c proto/jsonbig.c proto/utf8.c" ;;
     fuzz_chan)       echo "proto/inbuf.c proto/chan.c" ;;
     fuzz_codec)      echo "proto/utf8.c worker/codec.c" ;;
-    fuzz_bindings)   echo "proto/utf8.c worker/codec.c proto/bindings.c" ;;
+    fuzz_bindings)   echo "proto/utf8.c proto/bindings.c worker/bindings_lua.c" ;;
     fuzz_limits)     echo "policy/limits.c" ;;
     *) echo "build.sh: unknown target $1" >&2; exit 2 ;;
     esac

@@ -35,6 +35,7 @@
 #include <lualib.h>
 
 #include "proto/bindings.h"
+#include "worker/bindings_lua.h"
 #include "worker/codec.h"
 #include "tests/fuzz/fuzz_util.h"
 

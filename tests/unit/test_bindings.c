@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "proto/bindings.h"
+#include "worker/bindings_lua.h"
 #include "worker/codec.h"
 
 #define GIDX 1
