@@ -2,9 +2,11 @@
 #
 #   make            build/sandboxd and build/sandboxctl (installs Debian deps if missing)
 #   make run        build, then run the daemon in the foreground on build/sandboxd.sock
-#   make test       unit + integration tests, on the normal and the ASan+UBSan build,
-#                   the reliability suite, the client suites, the test-hooks build,
-#                   bench smoke and a fuzz pass
+#   make check-house  the house rules: each header names its process, no Lua on the
+#                   supervisor's side or in proto/, no include up the folders
+#   make test       the house rules, unit + integration tests on the normal and the
+#                   ASan+UBSan build, the reliability suite, the client suites, the
+#                   test-hooks build, bench smoke and a fuzz pass
 #   make mutation   the mutation check (its own campaign; CI runs it after make test)
 #   make test-systemd  the units under a real systemd in a booted Debian 12
 #                   container (root; CI runs it after make test)
@@ -51,7 +53,7 @@ UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 UNIT_OBJS   := $(patsubst %.c,$(O)/obj/%.o,$(UNIT_SRCS))
 LIB         := $(O)/libsandboxd.a
 
-.PHONY: all deps run test test-unit test-integration test-systemd test-reliability soak test-hooks test-node bench-node test-elixir bench-elixir asan trace bench bench-breakdown mutation fuzz install clean
+.PHONY: all deps run check-house test test-unit test-integration test-systemd test-reliability soak test-hooks test-node bench-node test-elixir bench-elixir asan trace bench bench-breakdown mutation fuzz install clean
 all: $(O)/sandboxd $(O)/sandboxctl
 
 # The Debian packages first, then pkg-config's flags for them, kept in
@@ -214,7 +216,16 @@ client/mcp/hosts/node_modules/.package-lock.json: client/mcp/hosts/package-lock.
 	cd client/mcp/hosts && npm ci --no-audit --no-fund
 	@touch $@
 
+# The house rules (scripts/check-house): every header's first line names
+# the process that runs it, nothing in the supervisor or in proto/ includes
+# <lua.h> (directly or through a header), no include runs up the folders
+# or across processes; tests/house shows that the check catches each.
+check-house:
+	scripts/check-house
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/house
+
 test: deps
+	$(MAKE) check-house
 	$(MAKE) O=build test-unit test-integration test-reliability
 	$(MAKE) O=build test-python
 	$(MAKE) O=build/asan SANITIZE=1 test-unit test-integration

@@ -1,3 +1,4 @@
+/* Runs in: sandboxctl */
 /*
  * connection.h - one connection to sandboxd and the requests it carries.
  *

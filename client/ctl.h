@@ -1,3 +1,4 @@
+/* Runs in: sandboxctl */
 /*
  * ctl.h - what every part of sandboxctl shares: exit statuses, JSON output
  * style, diagnostics, and small file and string helpers.

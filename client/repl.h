@@ -1,3 +1,4 @@
+/* Runs in: sandboxctl */
 /*
  * repl.h - `sandboxctl session`: an interactive loop over one sandboxd
  * session (docs/protocol.md §3.8).

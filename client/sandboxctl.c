@@ -1,3 +1,4 @@
+/* Runs in: sandboxctl */
 /*
  * sandboxctl.c - command line, requests and results of the sandboxd client
  * (the full description is docs/sandboxctl.1).

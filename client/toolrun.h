@@ -1,3 +1,4 @@
+/* Runs in: sandboxctl */
 /*
  * toolrun.h - one tool command answering one tool/call.
  *

@@ -1,3 +1,4 @@
+/* Runs in: sandboxctl */
 /*
  * tools.h - the tools sandboxctl declares to the daemon and how it answers
  * their calls.

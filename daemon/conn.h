@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * conn.h - one client connection: bounded NDJSON input, a write queue,
  * JSON-RPC dispatch, and the executions it started.

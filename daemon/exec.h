@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * exec.h - executions: the state table and its single event entry point.
  *

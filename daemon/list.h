@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * list.h - intrusive doubly linked lists (the classic circular kind).
  * A node belongs to at most one list at a time per embedded list_head;

@@ -1,3 +1,4 @@
+/* Runs in: supervisor, zygote */
 /*
  * log.h - one line per event on stderr, with sd-daemon priority prefixes
  * ("<3>" error ... "<7>" debug) so journald keeps severities:

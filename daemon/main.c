@@ -1,3 +1,4 @@
+/* Runs in: supervisor, zygote */
 /*
  * main.c - sandboxd: command line, configuration, signals, and the loop.
  *

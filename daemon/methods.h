@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * methods.h - dispatch of client requests and notifications.
  *

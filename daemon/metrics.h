@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * metrics.h - the supervisor's metric registry and its Prometheus text
  * exposition (format 0.0.4), answered by the `metrics` method.

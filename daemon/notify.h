@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * notify.h - the systemd notification protocol, without libsystemd.
  *

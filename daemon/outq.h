@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * outq.h - a non-blocking write queue for one fd (a client connection or a
  * worker channel).

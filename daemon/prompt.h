@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * prompt.h - the text an agent framework puts into its system prompt
  * (docs/protocol.md §3, prompt_info): what this sandbox really allows.

@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * refuse.h - connections the daemon will not serve: a peer the allow lists
  * refuse, or one over max_connections.

@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * sched.h - admission, fair queueing across connections, and the warm pool.
  *

@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * server.h - the listening Unix socket.
  *

@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * spawn.h - the supervisor's handle on the zygote (worker/zygote.c).
  *

@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * sup.h - the supervisor context: the one object that owns everything the
  * daemon holds (the loop, the config, the listener, the zygote, every

@@ -1,3 +1,4 @@
+/* Runs in: supervisor, worker */
 /*
  * trace.h - timestamps of the steps of an execution, for bench/breakdown.
  *

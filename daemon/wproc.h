@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * wproc.h - a worker process seen from the supervisor: its channel, its
  * pid, and its reap.

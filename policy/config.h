@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * config.h - sandboxd.conf and its built-in defaults.  The per-request
  * limits it holds defaults and ceilings for are in policy/limits.h.

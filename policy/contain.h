@@ -1,3 +1,4 @@
+/* Runs in: supervisor, zygote, worker */
 /*
  * contain.h - confine a freshly forked worker, in a fixed order, seccomp last.
  *

@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * limits.h - the per-request limits: their names, their JSON forms, and how
  * a request's `timeout_ms` and `limits` are resolved against defaults and

@@ -1,3 +1,4 @@
+/* Runs in: supervisor */
 /*
  * probe.h - the worker identity and containment layers, decided at start-up
  * by trying them in throwaway children.

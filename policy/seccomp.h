@@ -1,3 +1,4 @@
+/* Runs in: supervisor, zygote, worker */
 /*
  * seccomp.h - the worker's syscall allowlist, compiled once, installed cheaply.
  *

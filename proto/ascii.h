@@ -1,3 +1,4 @@
+/* Runs in: shared */
 /*
  * ascii.h - leading runs of plain ASCII, found eight bytes at a time.
  *

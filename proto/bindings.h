@@ -1,3 +1,4 @@
+/* Runs in: shared */
 /*
  * bindings.h - globals carried between executions as plain data.
  *

@@ -1,3 +1,4 @@
+/* Runs in: supervisor, zygote, worker */
 /*
  * chan.h - the typed, length-checked channel between supervisor and worker.
  *

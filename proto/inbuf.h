@@ -1,3 +1,4 @@
+/* Runs in: shared */
 /*
  * inbuf.h - the growable input buffer under both stream readers
  * (proto/ndjson for client lines, proto/chan for worker frames).

@@ -1,3 +1,4 @@
+/* Runs in: worker */
 /*
  * jsonbig.h - trees of JSON that holds long strings: loaded and dumped with
  * each long string handled in one pass.

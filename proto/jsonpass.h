@@ -1,3 +1,4 @@
+/* Runs in: supervisor, zygote, worker */
 /*
  * jsonpass.h - JSON the supervisor passes on as bytes instead of building it.
  *

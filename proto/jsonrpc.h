@@ -1,3 +1,4 @@
+/* Runs in: supervisor, sandboxctl */
 /*
  * jsonrpc.h - JSON-RPC 2.0 message classification and construction.
  *

@@ -1,3 +1,4 @@
+/* Runs in: shared */
 /*
  * ndjson.h - incremental newline-delimited JSON framing with a hard bound.
  *

@@ -1,3 +1,4 @@
+/* Runs in: shared */
 /*
  * utf8.h - the UTF-8 rules of JSON strings, with no Lua: the supervisor
  * applies them to a client's and a worker's text, the worker's codec

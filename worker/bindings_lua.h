@@ -1,3 +1,4 @@
+/* Runs in: worker */
 /*
  * bindings_lua.h - a Lua state's globals exported as bindings and restored
  * from them: the worker's side of the bindings format (proto/bindings.h).

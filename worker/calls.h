@@ -1,3 +1,4 @@
+/* Runs in: worker */
 /*
  * calls.h - tool calls from the worker's Lua state, and parallel().
  *

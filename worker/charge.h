@@ -1,3 +1,4 @@
+/* Runs in: zygote, worker */
 /*
  * charge.h - what a chunk's work costs beyond its VM instructions: every
  * rate of the instruction budget's charges, in one place, and the library

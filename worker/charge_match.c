@@ -1,3 +1,4 @@
+/* Runs in: zygote, worker */
 /*
  * charge_match.c - string.find, string.match, string.gmatch and string.gsub
  * with their work counted (contract: charge.h).

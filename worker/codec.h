@@ -1,3 +1,4 @@
+/* Runs in: worker */
 /*
  * codec.h - Lua values <-> JSON values at the tool bridge and in results
  * (docs/protocol.md §8-9).  Runs in the worker, on the values of its Lua

@@ -1,3 +1,4 @@
+/* Runs in: worker */
 /*
  * hint.h - whether a chunk that failed to compile ends in a bare expression.
  *

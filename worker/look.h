@@ -1,3 +1,4 @@
+/* Runs in: worker */
 /*
  * look.h - a worker's look at its channel before it sleeps in read(2).
  *

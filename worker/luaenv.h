@@ -1,3 +1,4 @@
+/* Runs in: zygote, worker */
 /*
  * luaenv.h - the sandbox Lua state: counting allocator, allowlisted
  * environment, sticky (uncatchable) limits.

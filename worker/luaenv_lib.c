@@ -1,3 +1,4 @@
+/* Runs in: zygote, worker */
 /*
  * luaenv_lib.c - the replacement library functions of the sandbox (the
  * list and their contracts are in luaenv.h).  Each protected boundary here

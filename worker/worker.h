@@ -1,3 +1,4 @@
+/* Runs in: zygote, worker */
 /*
  * worker.h - the worker runtime: one job in one process, then _exit.
  *

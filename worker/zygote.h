@@ -1,3 +1,4 @@
+/* Runs in: zygote */
 /*
  * zygote.h - the zygote process.
  *
