@@ -17,6 +17,8 @@ def tree(tmp_path):
                         ignore=shutil.ignore_patterns("*.ex", "*.exs", "node_modules", "elixir",
                                                       "python", "node", "mcp"))
     os.makedirs(tmp_path / "scripts")
+    os.makedirs(tmp_path / "docs")
+    shutil.copy(os.path.join(ROOT, "docs", "architecture.md"), tmp_path / "docs")
     shutil.copy(os.path.join(ROOT, "scripts", "check-house"), tmp_path / "scripts")
     return tmp_path
 
@@ -43,7 +45,7 @@ def add_include(tree, path, line):
 def test_the_tree_passes(tree):
     rc, out = check(tree)
     assert rc == 0, out
-    assert out.splitlines()[-1].startswith("4 passed, 0 failed")
+    assert out.splitlines()[-1].startswith("5 passed, 0 failed")
 
 
 def test_a_header_without_its_process_line_fails(tree):
@@ -109,5 +111,25 @@ def test_an_include_across_processes_fails(tree):
 
 def test_a_shared_header_from_the_worker_passes(tree):
     add_include(tree, "worker/look.c", '#include "daemon/trace.h"')
+    rc, out = check(tree)
+    assert rc == 0, out
+
+
+def test_a_file_missing_from_the_map_fails(tree):
+    (tree / "daemon" / "extra.h").write_text("/* Runs in: supervisor */\n")
+    rc, out = check(tree)
+    assert rc == 1 and "rule 5 (map): docs/architecture.md: daemon/extra.h is missing" in out
+
+
+def test_the_map_disagreeing_with_a_header_fails(tree):
+    edit(tree, "docs/architecture.md", "| `worker/`: zygote | zygote |", "| `worker/`: zygote | worker |")
+    rc, out = check(tree)
+    assert rc == 1 and "says worker/zygote.c runs in worker, its line says zygote" in out
+
+
+def test_a_header_moved_with_its_map_row_passes(tree):
+    edit(tree, "worker/look.h", "/* Runs in: worker */", "/* Runs in: zygote, worker */")
+    edit(tree, "docs/architecture.md", "bindings_lua, calls, codec, hint, look | worker |",
+         "bindings_lua, calls, codec, hint | worker |\n| `worker/`: look | zygote, worker |")
     rc, out = check(tree)
     assert rc == 0, out
