@@ -710,7 +710,8 @@ static void test_names_text(void **state)
         size_t len;
 
         assert_non_null(b);
-        assert_non_null(bindings_names(b, &err));
+        assert_non_null(got = bindings_names(b, &err));
+        json_decref(got);
         assert_int_equal(bindings_names_text(nul, sizeof nul - 1, &out, &len, &err), 0);
         got = json_loadb(out, len, 0, &je);
         assert_true(json_is_array(got) && json_array_size(got) == 2);
