@@ -145,6 +145,9 @@ def _write_cache(path, entries):
     os.replace(path + ".tmp", path)
 
 
+STALE = []       # programs whose committed measurement does not match its key
+
+
 def load_needs(programs):
     build_measure()
     hkey = harness_key()
@@ -163,6 +166,8 @@ def load_needs(programs):
             needs[name] = hit
         else:
             missing.append((name, source, key))
+        if committed.get(name, {}).get("key") != key:
+            STALE.append(name)
     if missing:
         with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             futs = {pool.submit(measure, n, s): (n, k) for n, s, k in missing}
@@ -212,6 +217,11 @@ def report_lines():
     runs = sum(len(r["runs"]) for r in RESULTS.values())
     head = ["Precision suite: %d programs, %d runs: %d false positives, %d wrong verdicts."
             % (len(RESULTS), runs, len(fp), len(wrong)), ""]
+    if STALE and os.environ.get("PRECISION_UPDATE") != "1":
+        head[1:1] = ["tests/precision/needs.json does not hold the measurements of %d programs "
+                     "for this harness, charge module and source (%s%s): they were measured "
+                     "now; run the suite with PRECISION_UPDATE=1 and commit needs.json."
+                     % (len(STALE), ", ".join(STALE[:5]), ", ..." if len(STALE) > 5 else "")]
     tail = []
     if fp or wrong:
         tail.append("")
