@@ -16,20 +16,17 @@ Fixtures:
                   cpus={0} starts it on those CPUs only (sched_setaffinity)
   sandboxd_bin, sandboxctl_bin, scale
 
-A daemon started as another user (run_as) runs a copy of SANDBOXD_BIN in a
+Daemons are started by tests/launch.py, the launcher every suite shares
+(docs/hacking.md, "Starting a daemon in a test"): a private directory and
+config, ready on READY=1, a clean stop checked for sanitizer reports.  A
+daemon started as another user (run_as) runs a copy of SANDBOXD_BIN in a
 directory every user can reach (runnable_copy), so the suites pass from a
 checkout that user cannot enter (a clone under /root).
 """
 
-import atexit
-import copy
 import os
 import re
-import shutil
-import signal
-import socket
-import subprocess
-import tempfile
+import sys
 import time
 
 import pytest
@@ -38,17 +35,15 @@ import sbx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-SANDBOXD_BIN = os.environ.get("SANDBOXD_BIN") or os.path.join(REPO, "build", "sandboxd")
+sys.path.append(os.path.dirname(HERE))
+
+import launch  # noqa: E402  (tests/launch.py: how every suite starts a daemon)
+
+SANDBOXD_BIN = launch.SANDBOXD_BIN
 SANDBOXCTL_BIN = os.environ.get("SANDBOXCTL_BIN") or os.path.join(REPO, "build", "sandboxctl")
 SCALE = sbx.SCALE
-
-# Children start with the default action for SIGINT and SIGHUP even when the
-# suite itself runs with them ignored (nohup, a background job, a CI runner):
-# the daemon keeps a signal ignored at start, and tests send both.  A no-op
-# handler keeps them ignored for this process; exec resets a handled signal.
-for _sig in (signal.SIGINT, signal.SIGHUP):
-    if signal.getsignal(_sig) == signal.SIG_IGN:
-        signal.signal(_sig, lambda *_: None)
+render_config = launch.render_config
+runnable_copy = launch.runnable_copy
 
 # The test defaults.  Defaults and ceilings are all finite and pairwise
 # different, so `describe` can be checked value by value.  pool_size = 0 so
@@ -82,50 +77,9 @@ DEFAULT_CONFIG = {
     },
 }
 
-SANITIZER_PATTERNS = [
-    re.compile(r"ERROR: AddressSanitizer"),
-    re.compile(r"ERROR: LeakSanitizer"),
-    re.compile(r"\.(c|h):\d+:\d+: runtime error:"),   # UBSan
-]
-
-
-_RUNNABLE_DIR = []
-
-
-def runnable_copy(path):
-    """A copy of the executable `path` that any user can run: in a directory
-    of its own under /tmp (0755, removed when the session ends).  A daemon
-    started as another user (nobody) may not be able to reach the checkout at
-    all (a clone under /root is 0700); the copy is the same bytes, so the test
-    runs the very binary under test."""
-    if not _RUNNABLE_DIR:
-        d = tempfile.mkdtemp(prefix="sbxd-bin-", dir="/tmp")
-        os.chmod(d, 0o755)
-        atexit.register(shutil.rmtree, d, True)
-        _RUNNABLE_DIR.append(d)
-    dest = os.path.join(_RUNNABLE_DIR[0], os.path.basename(path))
-    if not os.path.exists(dest) or os.path.getmtime(dest) < os.path.getmtime(path):
-        shutil.copy2(path, dest + ".tmp")
-        os.chmod(dest + ".tmp", 0o755)
-        os.replace(dest + ".tmp", dest)
-    return dest
-
-
-def render_config(cfg):
-    out = []
-    for section, values in cfg.items():
-        out.append("[%s]" % section)
-        for k, v in values.items():
-            out.append("%s = %s" % (k, v))
-        out.append("")
-    return "\n".join(out)
-
 
 def merge_config(**sections):
-    cfg = copy.deepcopy(DEFAULT_CONFIG)
-    for section, values in sections.items():
-        cfg.setdefault(section, {}).update(values or {})
-    return cfg
+    return launch.merge(DEFAULT_CONFIG, **sections)
 
 
 def read_proc_stat(pid):
@@ -163,83 +117,27 @@ def children_of(ppid):
     return out
 
 
-class Daemon:
-    """One sandboxd process on a private socket."""
+class Daemon(launch.Daemon):
+    """One sandboxd process on a private socket, started by the launcher
+    (tests/launch.py), with what the suite asks of it: sbx clients, its log,
+    its processes."""
 
     def __init__(self, config=None, config_text=None, extra_args=(), check_stop=True,
-                 run_as=None, rlimits=None, cpus=None):
-        self.tmpdir = tempfile.mkdtemp(prefix="sbxd-", dir="/tmp")
-        self.run_as = run_as        # (uid, gid): start the daemon under them (needs root)
-        self.rlimits = rlimits or {}    # {resource.RLIMIT_X: (soft, hard)} for the daemon
-        self.cpus = cpus                # CPUs the daemon (and so its workers) may run on
-        if run_as:
-            os.chown(self.tmpdir, run_as[0], run_as[1])
-            os.chmod(self.tmpdir, 0o755)
-        self.socket_path = os.path.join(self.tmpdir, "s.sock")
-        self.config_path = os.path.join(self.tmpdir, "sandboxd.conf")
-        self.stderr_path = os.path.join(self.tmpdir, "stderr.log")
-        self.config = config if config is not None else merge_config()
-        self.config_text = config_text if config_text is not None else render_config(self.config)
-        self.extra_args = list(extra_args)
+                 run_as=None, rlimits=None, cpus=None, env=None):
+        super().__init__(config if config is not None else merge_config(), config_text,
+                         binary=SANDBOXD_BIN, extra_args=extra_args, env=env, run_as=run_as,
+                         rlimits=rlimits, cpus=cpus)
         self.check_stop = check_stop
-        self.proc = None
-        self.returncode = None
         self._clients = []
 
     # ------------------------------------------------------------ lifecycle
     def start(self, ready_timeout=10.0 * SCALE):
-        if not os.path.exists(SANDBOXD_BIN):
-            pytest.fail("daemon binary %s does not exist (run make)" % SANDBOXD_BIN)
-        with open(self.config_path, "w") as f:
-            f.write(self.config_text)
-        self._err = open(self.stderr_path, "wb")
-        ids, binary = {}, SANDBOXD_BIN
-        if self.run_as:
-            ids = dict(user=self.run_as[0], group=self.run_as[1], extra_groups=[])
-            binary = runnable_copy(SANDBOXD_BIN)
-        self.proc = subprocess.Popen(
-            [binary, "-c", self.config_path, "-s", self.socket_path] + self.extra_args,
-            stdin=subprocess.DEVNULL, stdout=self._err, stderr=self._err,
-            start_new_session=True, preexec_fn=self._set_rlimits if self.rlimits or self.cpus else None,
-            **ids)
-        deadline = time.monotonic() + ready_timeout
-        while True:
-            rc = self.proc.poll()
-            if rc is not None:
-                self.returncode = rc
-                pytest.fail("sandboxd exited with %d at start-up; stderr:\n%s" % (rc, self.stderr))
-            if os.path.exists(self.socket_path):
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                try:
-                    s.connect(self.socket_path)
-                    s.close()
-                    return self
-                except OSError:
-                    s.close()
-            if time.monotonic() > deadline:
-                self.kill()
-                pytest.fail("sandboxd did not accept on %s within %.0fs; stderr:\n%s" %
-                            (self.socket_path, ready_timeout, self.stderr))
-            time.sleep(0.02)
-
-    def _set_rlimits(self):
-        import resource
-        for res, lim in self.rlimits.items():
-            resource.setrlimit(res, lim)
-        if self.cpus:
-            os.sched_setaffinity(0, self.cpus)
-
-    @property
-    def pid(self):
-        return self.proc.pid
-
-    @property
-    def stderr(self):
+        """As the launcher's, a failure to start failing the test."""
         try:
-            with open(self.stderr_path, "rb") as f:
-                return f.read().decode("utf-8", "replace")
-        except FileNotFoundError:
-            return ""
+            return super().start(ready_timeout)
+        except launch.StartError as e:
+            err = str(e)
+        pytest.fail(err)
 
     def wait_log(self, pattern, timeout=5.0 * SCALE):
         """Wait until a line matching `pattern` appears on stderr; return the match.
@@ -256,78 +154,17 @@ class Daemon:
                                      % (pattern, timeout, self.stderr[-3000:]))
             time.sleep(0.02)
 
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
     def client(self, **kw):
         c = sbx.Client(self.socket_path, **kw)
         self._clients.append(c)
         return c
 
-    def signal(self, sig):
-        os.kill(self.proc.pid, sig)
-
-    def write_config(self, cfg=None, text=None):
-        self.config = cfg if cfg is not None else self.config
-        self.config_text = text if text is not None else render_config(self.config)
-        with open(self.config_path, "w") as f:
-            f.write(self.config_text)
-
     def stop(self, timeout=15.0 * SCALE):
-        """SIGTERM; wait; return the exit status."""
+        """As the launcher's, after closing this suite's clients."""
         for c in self._clients:
             c.close()
         self._clients = []
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-                raise AssertionError("sandboxd did not exit within %.0fs of SIGTERM; stderr:\n%s"
-                                     % (timeout, self.stderr[-4000:]))
-        self.returncode = self.proc.returncode
-        return self.returncode
-
-    def kill(self):
-        if self.proc is not None and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except OSError:
-                pass
-            self.proc.kill()
-            self.proc.wait()
-
-    def cleanup(self):
-        self.kill()
-        try:
-            self._err.close()
-        except Exception:
-            pass
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
-
-    def check_sanitizers(self):
-        text = self.stderr
-        for pat in SANITIZER_PATTERNS:
-            m = pat.search(text)
-            if m:
-                start = max(0, m.start() - 200)
-                raise AssertionError("sanitizer report in sandboxd stderr:\n%s" %
-                                     text[start:start + 4000])
-
-    def stop_and_check(self):
-        """The teardown check: exit status 0, socket removed, no sanitizer report."""
-        try:
-            rc = self.stop()
-            assert rc == 0, "sandboxd exited with %r after SIGTERM; stderr:\n%s" % (
-                rc, self.stderr[-4000:])
-            assert not os.path.exists(self.socket_path), \
-                "sandboxd left its socket file behind after SIGTERM"
-            self.check_sanitizers()
-        finally:
-            self.cleanup()
+        return super().stop(timeout)
 
     # ------------------------------------------------------------ processes
     def children(self):
