@@ -4,18 +4,24 @@
 //   ... new Client({ socketPath: d.socketPath }) ...
 //   await d.stop();                  // SIGTERM, wait, remove the directory
 //
-// The binary is $SANDBOXD_BIN, else build/sandboxd of this checkout.  The
-// config is DEFAULTS with the given sections merged over it.  SCALE (3 under
-// the ASan build, SANDBOXD_SANITIZE=1) stretches timeouts.
+// The daemon is started by tests/launch.py, the launcher every suite shares
+// (docs/hacking.md, "Starting a daemon in a test"), run as a program: it
+// writes the config (DEFAULTS with the given sections merged over it), waits
+// for the daemon's READY=1, and on `stop` (or when this process goes away and
+// its stdin closes) stops it by SIGTERM and reports any sanitizer report in
+// its log.  The binary is $SANDBOXD_BIN, else build/sandboxd of this
+// checkout.  SCALE (3 under the ASan build, SANDBOXD_SANITIZE=1) stretches
+// timeouts.
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const LAUNCH = path.join(REPO, 'tests', 'launch.py');
+const PYTHON = '/usr/bin/python3';
 export const SANDBOXD_BIN = process.env.SANDBOXD_BIN || path.join(REPO, 'build', 'sandboxd');
 export const SCALE = process.env.SANDBOXD_SANITIZE === '1' ? 3 : 1;
 
@@ -32,91 +38,105 @@ export const DEFAULTS = {
   ceilings: { timeout_ms: 120000 * SCALE },
 };
 
-// ASan, LeakSanitizer and UBSan reports (as tests/integration/conftest.py looks for them)
-const SANITIZER = /ERROR: AddressSanitizer|ERROR: LeakSanitizer|\.(c|h):\d+:\d+: runtime error:/;
-
-function render(cfg) {
-  return Object.entries(cfg).map(([sec, vals]) =>
-    `[${sec}]\n` + Object.entries(vals).map(([k, v]) => `${k} = ${v}`).join('\n') + '\n').join('\n');
-}
-
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-const running = new Set();
-process.on('exit', () => {
-  for (const p of running) p.kill('SIGKILL');
-});
-
-function canConnect(p) {
-  return new Promise((resolve) => {
-    const s = net.createConnection(p);
-    s.once('connect', () => { s.destroy(); resolve(true); });
-    s.once('error', () => resolve(false));
-  });
-}
 
 export class Daemon {
   constructor(sections = {}) {
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sbxnode-'));
     this.socketPath = path.join(this.dir, 's.sock');
-    this.configPath = path.join(this.dir, 'sandboxd.conf');
     this.logPath = path.join(this.dir, 'stderr.log');
     const cfg = structuredClone(DEFAULTS);
     for (const [sec, vals] of Object.entries(sections)) cfg[sec] = { ...(cfg[sec] ?? {}), ...vals };
-    fs.writeFileSync(this.configPath, render(cfg));
-    this.proc = null;
+    this.args = [LAUNCH, '--bin', SANDBOXD_BIN, '--socket', this.socketPath, '--log', this.logPath];
+    for (const [sec, vals] of Object.entries(cfg)) {
+      for (const [k, v] of Object.entries(vals)) this.args.push('--set', `${sec}.${k}=${v}`);
+    }
+    this.launcher = null;
   }
 
+  /** Start the daemon (again, after kill()); resolves once it is ready. */
   async start() {
-    const log = fs.openSync(this.logPath, 'a');
-    this.proc = spawn(SANDBOXD_BIN, ['-c', this.configPath, '-s', this.socketPath],
-      { stdio: ['ignore', log, log] });
-    fs.closeSync(log);
-    // A test that fails before stop() must not leave the run waiting on the
-    // daemon: it does not hold the event loop, and dies with the test process.
-    this.proc.unref();
-    running.add(this.proc);
-    this.proc.once('exit', () => running.delete(this.proc));
-    let exited = null;
-    this.proc.once('exit', (code, sig) => { exited = code ?? sig; });
-    const deadline = Date.now() + 10000 * SCALE;
-    while (Date.now() < deadline) {
-      if (exited !== null) throw new Error(`sandboxd exited (${exited}) at start-up:\n${this.log()}`);
-      if (fs.existsSync(this.socketPath) && await canConnect(this.socketPath)) return this;
-      await sleep(20);
+    if (!this.launcher) this.#spawn();
+    else this.launcher.stdin.write('start\n');
+    const line = await this.#reply();
+    if (!line.startsWith('ready ')) {
+      throw new Error(`sandboxd did not start (${line}):\n${this.log() || this.errors}`);
     }
-    this.kill();
-    throw new Error(`sandboxd did not start:\n${this.log()}`);
+    return this;
+  }
+
+  #spawn() {
+    const child = spawn(PYTHON, this.args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.launcher = child;
+    this.lines = [];
+    this.waiting = null;
+    this.errors = '';
+    this.closed = false;              // exited, and its output all read
+    this.exited = new Promise((r) => child.once('close', () => { this.closed = true; r(); }));
+    let buf = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (s) => {
+      buf += s;
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        this.lines.push(buf.slice(0, nl));
+        buf = buf.slice(nl + 1);
+      }
+      this.waiting?.();
+    });
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (s) => { this.errors += s; });
+    child.once('close', () => this.waiting?.());
+    child.stdin.on('error', () => {});       // a launcher that has exited: its answer says why
+  }
+
+  // The launcher's next line, or `exited` when it ended first.  The launcher
+  // holds the event loop only while a test waits for it: a test that fails
+  // before stop() does not leave the run waiting, and the launcher stops the
+  // daemon when this process goes away (its stdin closes).
+  async #reply() {
+    this.#hold(true);
+    try {
+      for (;;) {
+        if (this.lines.length) return this.lines.shift();
+        if (this.closed) return 'exited';
+        await new Promise((r) => { this.waiting = r; });
+        this.waiting = null;
+      }
+    } finally {
+      this.#hold(false);
+    }
+  }
+
+  #hold(on) {
+    const c = this.launcher;
+    for (const h of [c, c.stdin, c.stdout, c.stderr]) on ? h.ref() : h.unref();
   }
 
   log() {
     try { return fs.readFileSync(this.logPath, 'utf8'); } catch { return ''; }
   }
 
-  /** SIGKILL the daemon and its process group's children; the socket file stays. */
-  kill() {
-    this.proc.ref(); // hold the loop until it has exited
-    if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) {
-      this.proc.kill('SIGKILL');
-    }
-    return new Promise((r) => (this.proc.exitCode !== null || this.proc.signalCode !== null
-      ? r() : this.proc.once('exit', () => r())));
+  /** SIGKILL the daemon (and its process group); the socket file stays. */
+  async kill() {
+    if (!this.launcher) return;
+    this.launcher.stdin.write('kill\n');
+    const line = await this.#reply();
+    if (line !== 'killed') throw new Error(`the launcher answered ${line}:\n${this.errors}`);
   }
 
   /** SIGTERM, wait, remove the directory; throws on a sanitizer report in the log. */
   async stop() {
-    if (this.proc && this.proc.exitCode === null && this.proc.signalCode === null) {
-      this.proc.ref(); // hold the loop until it has exited
-      const done = new Promise((r) => this.proc.once('exit', r));
-      this.proc.kill('SIGTERM');
-      const t = setTimeout(() => this.proc.kill('SIGKILL'), 15000 * SCALE);
-      await done;
-      clearTimeout(t);
+    let report = [];
+    if (this.launcher) {
+      this.#hold(true);
+      this.launcher.stdin.end('stop\n');
+      await this.exited;
+      this.launcher = null;
+      report = this.lines.filter((l) => l.startsWith('report ')).map((l) => l.slice(7));
     }
-    const log = this.log();
     fs.rmSync(this.dir, { recursive: true, force: true });
-    const m = SANITIZER.exec(log);
-    if (m) throw new Error(`sanitizer report in sandboxd's log:\n${log.slice(Math.max(0, m.index - 200), m.index + 4000)}`);
+    if (report.length) throw new Error(`sanitizer report in sandboxd's log:\n${report.join('\n')}`);
   }
 }
 
