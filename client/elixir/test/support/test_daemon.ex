@@ -1,9 +1,17 @@
 defmodule Sandboxd.TestDaemon do
   @moduledoc """
   Starts the real daemon (`$SANDBOXD_BIN`, default the repository's
-  `build/sandboxd`) with a temporary config on a temporary socket. The
-  daemon runs under a shell that stops it when its stdin closes, so it never
-  outlives the test VM.
+  `build/sandboxd`) with a temporary config on a temporary socket, by
+  `tests/launch.py`, the launcher every suite shares (docs/hacking.md,
+  "Starting a daemon in a test"), run as a program: it writes the config
+  (`@defaults` with the overrides merged over it), answers `ready SOCKET`
+  once the daemon has said READY=1, and on `stop` stops it by SIGTERM and
+  reports any sanitizer report in its log.
+
+  A process of its own, linked to no test, owns the launcher's port, so an
+  `on_exit` callback can still stop the daemon after the test process has
+  ended. When the VM exits the port closes, the launcher's stdin with it,
+  and the launcher stops the daemon: it never outlives the test VM.
   """
 
   @defaults %{
@@ -39,31 +47,67 @@ defmodule Sandboxd.TestDaemon do
     System.get_env("SANDBOXD_BIN") || Path.expand("../../../../build/sandboxd", __DIR__)
   end
 
-  @doc "Starts a daemon; `overrides` is `%{section => %{key => value}}`. Returns `%{socket:, port:, dir:}`."
+  defp launcher, do: Path.expand("../../../../tests/launch.py", __DIR__)
+
+  @doc "Starts a daemon; `overrides` is `%{section => %{key => value}}`. Returns `%{socket:, owner:, dir:, log:}`."
   def start(overrides \\ %{}, opts \\ []) do
     dir = Path.join(System.tmp_dir!(), "sandboxd-ex-#{System.unique_integer([:positive])}")
     File.mkdir_p!(dir)
     socket = Keyword.get(opts, :socket, Path.join(dir, "s.sock"))
-    conf = Path.join(dir, "sandboxd.conf")
     log = Path.join(dir, "sandboxd.log")
-    File.write!(conf, render(Map.merge(@defaults, overrides, fn _, a, b -> Map.merge(a, b) end)))
+    cfg = Map.merge(@defaults, overrides, fn _, a, b -> Map.merge(a, b) end)
 
-    script = ~S"""
-    "$0" -c "$1" -s "$2" >>"$3" 2>&1 &
-    pid=$!
-    read _ignored
-    kill -TERM $pid 2>/dev/null
-    wait $pid
-    """
+    settings =
+      for {section, values} <- cfg, {k, v} <- values, do: ["--set", "#{section}.#{k}=#{v}"]
 
+    args =
+      [launcher(), "--bin", bin(), "--socket", socket, "--log", log] ++ List.flatten(settings)
+
+    caller = self()
+    ref = make_ref()
+    owner = spawn(fn -> own(args, caller, ref) end)
+
+    receive do
+      {^ref, :ready} -> %{socket: socket, owner: owner, dir: dir, log: log}
+      {^ref, {:failed, why}} -> raise "sandboxd did not start on #{socket}: #{why}"
+    end
+  end
+
+  # The owner of the launcher's port: waits for its first answer, then for
+  # the stop.
+  defp own(args, caller, ref) do
     port =
-      Port.open({:spawn_executable, "/bin/sh"}, [
+      Port.open({:spawn_executable, "/usr/bin/python3"}, [
         :binary,
-        args: ["-c", script, bin(), conf, socket, log]
+        :exit_status,
+        {:line, 65_536},
+        args: args
       ])
 
-    wait_ready(socket, log, 200)
-    %{socket: socket, port: port, dir: dir, log: log}
+    receive do
+      {^port, {:data, {:eol, "ready " <> _}}} ->
+        send(caller, {ref, :ready})
+
+        receive do
+          {:stop, from, sref} ->
+            Port.command(port, "stop\n")
+            send(from, {sref, reports(port, [])})
+        end
+
+      {^port, {:data, {_, line}}} ->
+        send(caller, {ref, {:failed, line}})
+
+      {^port, {:exit_status, n}} ->
+        send(caller, {ref, {:failed, "the launcher exited with #{n}"}})
+    end
+  end
+
+  defp reports(port, acc) do
+    receive do
+      {^port, {:data, {:eol, "report " <> line}}} -> reports(port, [line | acc])
+      {^port, {:data, _}} -> reports(port, acc)
+      {^port, {:exit_status, _}} -> Enum.reverse(acc)
+    end
   end
 
   @doc """
@@ -71,63 +115,19 @@ defmodule Sandboxd.TestDaemon do
   lines}` when the daemon's log shows a sanitizer report (an ASan or UBSan
   build in `$SANDBOXD_BIN`).
   """
-  def stop(%{port: port, socket: socket, dir: dir, log: log}) do
-    # A line on the shell's stdin stops the daemon (any process may write
-    # to the port; only its owner could close it).
-    try do
-      Port.command(port, "stop\n")
-    rescue
-      ArgumentError -> :ok
-    end
+  def stop(%{owner: owner, dir: dir}) do
+    ref = Process.monitor(owner)
+    send(owner, {:stop, self(), ref})
 
-    wait_gone(socket, 200)
-    reports = sanitizer_reports(log)
+    result =
+      receive do
+        {^ref, []} -> :ok
+        {^ref, reports} -> {:error, reports}
+        {:DOWN, ^ref, :process, _, _} -> :ok
+      end
+
+    Process.demonitor(ref, [:flush])
     File.rm_rf(dir)
-    if reports == [], do: :ok, else: {:error, reports}
-  end
-
-  defp sanitizer_reports(log) do
-    case File.read(log) do
-      {:ok, text} ->
-        text
-        |> String.split("\n")
-        |> Enum.filter(
-          &(&1 =~ ~r/ERROR: (Address|Leak)Sanitizer|\.(c|h):\d+:\d+: runtime error:/)
-        )
-
-      _ ->
-        []
-    end
-  end
-
-  defp render(cfg) do
-    for {section, values} <- cfg, into: "" do
-      "[#{section}]\n" <> Enum.map_join(values, "", fn {k, v} -> "#{k} = #{v}\n" end) <> "\n"
-    end
-  end
-
-  defp wait_ready(socket, log, 0),
-    do: raise("sandboxd did not start on #{socket}: #{File.read!(log)}")
-
-  defp wait_ready(socket, log, n) do
-    case :gen_tcp.connect({:local, socket}, 0, [:binary, active: false], 100) do
-      {:ok, s} ->
-        :gen_tcp.close(s)
-
-      {:error, _} ->
-        Process.sleep(25)
-        wait_ready(socket, log, n - 1)
-    end
-  end
-
-  defp wait_gone(_socket, 0), do: :ok
-
-  defp wait_gone(socket, n) do
-    if File.exists?(socket) do
-      Process.sleep(25)
-      wait_gone(socket, n - 1)
-    else
-      :ok
-    end
+    result
   end
 end
