@@ -522,7 +522,8 @@ static void push_entry(void *L)
 }
 
 static const struct bindings_sink lua_sink = {
-    push_boolean, push_integer, push_number, push_string, push_bytes, push_table, push_entry,
+    .boolean = push_boolean, .integer = push_integer, .number = push_number,
+    .string = push_string, .bytes = push_bytes, .table = push_table, .entry = push_entry,
 };
 
 int bindings_restore(lua_State *L, int gidx, int bidx, const json_t *b, const char **err)
