@@ -2,9 +2,9 @@
  * zygote.c - the zygote process: forks one confined worker per request.
  *
  * Runs only in the zygote (exec'd as `sandboxd --zygote ...` by the
- * supervisor's daemon/zygote.c) and, for the child side of each fork, in the
+ * supervisor's daemon/spawn.c) and, for the child side of each fork, in the
  * worker until contain_worker() and worker_run() take over.  It never sees
- * client bytes; see worker/zygote.h for the message it sends back.
+ * client bytes; the message it sends back is proto/chan.h's struct zyg_msg.
  */
 #include "worker/zygote.h"
 
