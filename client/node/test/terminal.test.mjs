@@ -3,6 +3,8 @@
 // whose output is a pseudo-terminal (script(1), util-linux).  There node --test
 // starts each file with FORCE_COLOR=1, which a child process started by a test
 // inherits: console.log then colours what the test reads from its pipe.
+// The run gets the terminal a newcomer has: Node colours nothing where CI is
+// set (as in CI itself) or TERM is unset or dumb, and so would hide the bug.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,6 +27,9 @@ test('the suite passes when its output is a terminal',
     delete env.NODE_TEST_CONTEXT;       // the run below is a runner of its own
     delete env.FORCE_COLOR;
     delete env.NO_COLOR;
+    delete env.NODE_DISABLE_COLORS;
+    delete env.CI;
+    env.TERM = 'xterm-256color';
     const cmd = [process.execPath, '--test', ...files].map(quote).join(' ');
     const { code, out } = await new Promise((resolve) => {
       execFile(SCRIPT, ['-qec', cmd, '/dev/null'],
