@@ -8,8 +8,14 @@
  * except CHAN_OUTPUT, which is raw bytes printed by the chunk.
  *
  * Direction and meaning (payload schemas: docs/architecture.md):
- *   supervisor -> worker   CHAN_JOB          the one job this worker runs
- *                          CHAN_TOOL_RESULT  answer to the pending tool call
+ *   supervisor -> worker   CHAN_JOB          a job: the first frame, and a
+ *                                            session's every later chunk or
+ *                                            snapshot, each after the end
+ *                                            frame of the one before
+ *                          CHAN_TOOL_RESULT  the answer to outstanding tool
+ *                                            call "call" (calls are numbered
+ *                                            1, 2, ... per job; under
+ *                                            parallel() several are out)
  *   worker -> supervisor   CHAN_OUTPUT       bytes printed (raw, <= CHAN_OUTPUT_MAX)
  *                          CHAN_TOOL_CALL    {"tool","function","args"}
  *                          CHAN_RESULT       success; ends the job
@@ -75,7 +81,9 @@ struct chan_syscall {
 /* A worker's exit status, which the supervisor reads when it reaps it. */
 #define WORKER_EXIT_OK      0
 #define WORKER_EXIT_SETUP   120  /* containment failed before any job ran */
-#define WORKER_EXIT_PROTO   121  /* the job frame was missing or malformed */
+#define WORKER_EXIT_PROTO   121  /* the channel failed (a job or tool answer
+                                  * missing or malformed, a frame not sent),
+                                  * or memory outside Lua ran out */
 #define WORKER_EXIT_PANIC   122  /* an error escaped every protected call (LUAENV_EXIT_PANIC) */
 
 /* The zygote's hand-over of one worker to the supervisor, one message on

@@ -1,15 +1,18 @@
 /*
- * worker.c - one job in one process (contract: worker.h; payloads:
- * docs/architecture.md, "Channel").
+ * worker.c - one job, or one session's jobs, in one process (contract:
+ * worker.h; payloads: docs/architecture.md, "Channel").
  *
  * Shape: worker_run() reads and parses the JOB in C, applies the limits,
- * then runs job_main() under lua_pcall: tool tables, baseline, bindings,
- * compile, the chunk (a nested lua_pcall with a C message handler), and the
- * conversion of results and bindings.  job_main() leaves the end frame in
- * struct job; anything that escapes it (a memory error while building tool
- * tables or restoring bindings) is classified by worker_run().  Then one
- * frame is sent and the process _exits.  No stdio: after containment only
- * read/write on the channel, memory and clock syscalls are allowed.
+ * then runs job_main() (a session: session_open_main(), then
+ * session_chunk_main() for each later job) under lua_pcall: tool tables,
+ * baseline, bindings, compile, the chunk (a nested lua_pcall with a C
+ * message handler), and the conversion of results and bindings.  The job
+ * function leaves the end frame in struct job; anything that escapes it (a
+ * memory error while building tool tables or restoring bindings) is
+ * classified by run_job().  Then one frame is sent; the process _exits, or,
+ * in a session whose state is still whole, reads its next job.  No stdio:
+ * after containment only read/write (and a zero-timeout poll) on the
+ * channel, memory, clock and rlimit-lowering syscalls are allowed.
  */
 #include "worker/worker.h"
 
