@@ -5,8 +5,9 @@
  * "<6>sandboxd[PID]: message", or "<6>message" when stderr is the journal
  * (JOURNAL_STREAM names fd 2), which records the identifier and pid itself.
  *
- * The level threshold is process-wide state (the logger is one of the few
- * globals the house rules allow); log_set_level() changes it on reload.
+ * The level threshold is process-wide state (one of the few mutable globals
+ * the house rules allow: daemon/sup.h lists them); log_set_level() changes
+ * it on reload.
  */
 #ifndef SANDBOXD_LOG_H
 #define SANDBOXD_LOG_H

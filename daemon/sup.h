@@ -2,17 +2,34 @@
 /*
  * sup.h - the supervisor context: the one object that owns everything the
  * daemon holds (the loop, the config, the listener, the zygote, every
- * connection, execution and worker process).  There are no other mutable
- * globals except the logger.
+ * connection, execution and worker process).
  *
- * Counting rules (the scheduler's invariants, see exec.c):
- *   procs    = live worker processes + spawn requests not yet answered;
- *              never above cfg.max_workers.
- *   idle     = workers in the warm pool, not yet given a job.
- *   pending  = spawn requests the zygote has not answered.
- *   killed   = workers killed and not yet reaped (still in procs).
- *   starting = executions in STARTING, each waiting for the next worker.
- *   queued   = executions in QUEUED, across all connections.
+ * The rule: state lives here, reached through a struct sup or what it owns.
+ * A file-scope or function-static variable that is not const is allowed only
+ * for state that belongs to the process rather than to the daemon's work,
+ * and these are all of them in the supervisor's code:
+ *   daemon/log.c      threshold, to_journal: the log level and whether
+ *                     stderr is the journal (the zygote has its own)
+ *   daemon/metrics.c  reg: the counters and histograms, which only grow with
+ *                     the process (gauges are read from struct sup at scrape time)
+ *   daemon/main.c     had_tty: whether the daemon began with a terminal
+ *   daemon/spawn.c    zygote_env()'s env and buf: the block passed to execve
+ *   proto/jsonrpc.c   budget_on, budget_left, budget_hit, installed: the
+ *                     parse budget, because jansson's allocator is per process
+ *   proto/jsonpass.c  nonce: the splice tokens' random part, per process
+ *   daemon/trace.c    trace_t: the stamps, in bench builds (make trace) only
+ * Tables of names, keys and bounds are static const.  A new mutable one is
+ * named here, with its reason (docs/hacking.md, "Globals").
+ *
+ * Counting rules (the scheduler's invariants, kept by sched.c, wproc.c and
+ * exec.c; every decrement goes through sup_count_down):
+ *   procs      = live worker processes + spawn requests not yet answered;
+ *                never above cfg.max_workers.
+ *   n_idle     = workers in the warm pool, not yet given a job.
+ *   pending    = spawn requests the zygote has not answered.
+ *   n_killed   = workers killed and not yet reaped (still in procs).
+ *   n_starting = executions in STARTING, each waiting for the next worker.
+ *   queued     = executions in QUEUED, across all connections.
  */
 #ifndef SANDBOXD_SUP_H
 #define SANDBOXD_SUP_H
