@@ -517,13 +517,6 @@ void conn_send_error(struct conn *c, json_t *id, const char *kind, json_t *data,
     json_decref(reply);
 }
 
-void conn_close_after_flush(struct conn *c)
-{
-    c->closing = 1;
-    ev_io_stop(c->sup->loop, &c->rio);
-    conn_maybe_finish(c);
-}
-
 static void conn_handle_line(struct conn *c, const char *line, size_t len)
 {
     struct rpc_msg m;

@@ -78,8 +78,6 @@ int  conn_send_spliced(struct conn *c, const json_t *msg, const struct jp_splice
 /* Queue an error reply; data stolen (may be NULL). */
 void conn_send_error(struct conn *c, json_t *id, const char *kind, json_t *data,
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-/* After the queue drains, close (used for `forbidden`). */
-void conn_close_after_flush(struct conn *c);
 /* Close if input has ended, nothing is in flight and all is written. */
 void conn_maybe_finish(struct conn *c);
 
