@@ -7,6 +7,11 @@
  *
  *   QUEUED -> STARTING -> RUNNING <-> WAIT_TOOL -> FINISHING -> DONE
  *
+ * A session (OP_SESSION) is one execution from session/open to its end: its
+ * open job runs RUNNING -> IDLE, then each chunk or snapshot
+ * IDLE -> RUNNING <-> WAIT_TOOL -> IDLE, until an end that closes it goes on
+ * to FINISHING.
+ *
  * timeout_ms bounds the wait for a worker (STARTING: an execution whose
  * worker never comes is still answered, `timeout`), and then the run, from
  * the moment the job is sent (RUNNING).
@@ -17,7 +22,8 @@
  * WAIT_TOOL with an ERROR frame (a limit hit while calls are outstanding).
  *
  * Contract:
- *  - An execution created by exec_new() gets exactly one answer on its
+ *  - Each request an execution carries (execute, check; a session's open,
+ *    each chunk and snapshot, and its close) gets exactly one answer on its
  *    connection (result or error) unless the connection goes away first.
  *  - Once answered otherwise than by its worker's own end frame, the worker
  *    is killed at once; the execution stays in FINISHING until the worker is

@@ -3,8 +3,11 @@
  * methods.h - dispatch of client requests and notifications.
  *
  * Contract: methods_request() answers every request exactly once, either
- * now (ping, describe, prompt_info, binding_names, every parameter error,
- * busy) or later through the execution it creates (execute, check).
+ * now (ping, describe, metrics, prompt_info, binding_names, every parameter
+ * error, busy, a request for a session that is busy or unknown) or later
+ * through the execution it creates or finds (execute, check,
+ * session/open; execute with params.session, session/snapshot and
+ * session/close, which go to the session's execution).
  * methods_notification() never answers; it knows `$/cancelRequest` and
  * ignores the rest.  Parameters are validated fully here, in the
  * supervisor, before any worker is involved; the code itself is only

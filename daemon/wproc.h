@@ -68,7 +68,7 @@ void wproc_kill(struct wproc *w);
  * deadline, a cancel) does not overtake what the worker sent before it.
  * The frames may end the execution. */
 void wproc_catch_up(struct wproc *w);
-/* Kill for a protocol violation and tell its execution (EV_BAD). */
+/* Kill for a protocol violation and tell its execution (XE_BAD). */
 void wproc_violation(struct wproc *w, const char *why);
 /* The process exited (cpu_us from its rusage): drain what it sent, detach,
  * release.  Frees w. */

@@ -127,7 +127,8 @@ static int lower_limit(int resource, rlim_t value)
 
 /* 4. CORE 0, FSIZE 0, NOFILE 4 (fds 0-3), STACK 8 MiB.  RLIMIT_NPROC is
  *    per-uid and left alone (seccomp blocks fork); RLIMIT_AS and RLIMIT_CPU
- *    are per job, set by the supervisor with prlimit. */
+ *    are per job: the worker lowers its own from the job's limits
+ *    (worker/worker.c apply_rlimits). */
 static int set_limits(void)
 {
     if (lower_limit(RLIMIT_CORE, 0) < 0 ||

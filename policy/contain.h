@@ -10,7 +10,7 @@
  *      every other fd closed (close_range);
  *   3. the environment cleared (clearenv; the zygote already emptied it);
  *   4. rlimits: CORE 0, FSIZE 0, NOFILE 4, NPROC untouched (per-uid),
- *      STACK 8 MiB; RLIMIT_AS is set per job by the supervisor;
+ *      STACK 8 MiB; RLIMIT_AS and RLIMIT_CPU come with each job (below);
  *   5. glibc warm-up: TZ=:/etc/localtime (the only environment variable: with
  *      TZ unset glibc reopens the zone file on every mktime/strftime %Z),
  *      tzset, localtime_r, gmtime_r, clock(), strftime, one large (mmap) and

@@ -20,7 +20,8 @@
  *    of them together, and checks that "/" is not writable afterwards; a
  *    failing drop refuses to start.  Workers get exactly the namespaces that
  *    passed (an unshare failure in a worker is then fatal to that worker).
- * The active layers are logged once.  *
+ * The active layers are logged once.
+ *
  * Ownership: the caller's struct worker_layers holds the result (strings,
  * as the zygote's argv wants them); nothing is allocated.
  */

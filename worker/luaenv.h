@@ -5,7 +5,8 @@
  *
  * Lifetime.  luaenv_new() runs once in the zygote; every worker inherits the
  * state copy-on-write, calls luaenv_apply() with its job's limits, runs one
- * chunk and _exits.  The state is never closed (finalizers would run with
+ * chunk and _exits (a session's worker runs its chunks one after another,
+ * luaenv_apply() before each, with what earlier chunks left).  The state is never closed (finalizers would run with
  * hooks off) and no Lua runs after the chunk returns: results and bindings
  * are read raw from C.
  *
