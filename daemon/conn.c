@@ -9,7 +9,6 @@
 #include "daemon/conn.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -257,13 +256,6 @@ static void shed_input(struct sup *s)
         ndjson_free(&victim->rd);
         account_input(victim);
     }
-}
-
-void sup_trim(void)
-{
-#if !defined(MUTATE_MALLOC_TRIM)
-    malloc_trim(0);
-#endif
 }
 
 static void conn_free(struct conn *c)

@@ -89,15 +89,6 @@ unsigned sched_spin_hint(const struct sup *s)
     return busy < s->ncpu ? s->cfg.tool_spin_us : 0;
 }
 
-void sup_count_down(unsigned *counter, const char *name)
-{
-    if (*counter == 0) {
-        log_err("internal: counter %s would go below zero; kept at 0", name);
-        return;
-    }
-    (*counter)--;
-}
-
 static void rr_enqueue(struct exec *e)
 {
     struct conn *c = e->conn;
