@@ -4,7 +4,10 @@
  *
  * Contract:
  *  - sched_submit() admits a new execution or queues it; when max_queue
- *    executions already wait, it answers `busy` and frees it.
+ *    executions already wait, it answers `busy` and frees it, and so it
+ *    does with `cancelled` while the daemon stops, and with internal_error
+ *    (exec_no_worker) while workers cannot be started and no pooled or
+ *    pending worker is there for it (see sched_supply_failed).
  *  - Queued executions are served round-robin across connections, so one
  *    client with a thousand queued requests cannot starve another.
  *  - Capacity is exact: max_workers executions hold a slot (from XE_START
