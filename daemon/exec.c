@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "daemon/answer.h"
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -66,12 +67,6 @@ static const unsigned accepts[ST_DONE + 1] = {
 static const unsigned worker_events =
     BIT(XE_OUTPUT) | BIT(XE_TOOL_CALL) | BIT(XE_RESULT) | BIT(XE_ERROR) | BIT(XE_BAD);
 
-/* Kinds a worker may report in an ERROR frame (docs/architecture.md). */
-static const char *const worker_kinds[] = {
-    "syntax_error", "runtime_error", "memory_limit", "reductions_limit", "cpu_limit",
-    "bindings_too_large", "invalid_params", "internal_error", NULL,
-};
-
 static void exec_free(struct exec *e);
 static void session_idle(struct exec *e);
 
@@ -92,232 +87,6 @@ static void exec_unlist(struct exec *e)
 }
 
 /* ------------------------------------------------------------------ */
-/* answers                                                              */
-
-/* A process's CPU clock (CPUCLOCK_SCHED of MAKE_PROCESS_CPUCLOCK in the
- * kernel's posix-timers ABI). */
-static clockid_t worker_cpu_clock(pid_t pid)
-{
-    return (clockid_t)((~(unsigned)pid << 3) | 2u);
-}
-
-/* The worker's CPU time as the kernel counts it, measured here: its rusage
- * once reaped (an end frame may be read only at the reap), else its CPU
- * clock while it lives, else the last sample (taken before it was killed).
- * Never the figure a worker reports about itself. */
-static uint64_t worker_cpu_raw(const struct exec *e)
-{
-    struct timespec ts;
-
-    if (e->w && e->w->reaped)
-        return e->w->cpu_us_final;
-    /* The clock id is built as the kernel defines it (what glibc's
-     * clock_getcpuclockid returns, without the clock_getres probe it makes
-     * first: clock_gettime fails the same way for a pid that is gone). */
-    if (!e->w || e->w->killed || clock_gettime(worker_cpu_clock(e->w->pid), &ts) != 0)
-        return e->cpu_us_seen;
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-/* CPU time of this execution: for a session chunk, since the chunk began,
- * so that cpu_ms never accumulates across chunks. */
-static uint64_t worker_cpu_us(const struct exec *e)
-{
-    uint64_t raw = worker_cpu_raw(e);
-
-    return raw > e->cpu_base_us ? raw - e->cpu_base_us : 0;
-}
-
-static json_int_t stat_int(const json_t *stats, const char *key, json_int_t dflt)
-{
-    json_t *v = json_object_get(stats, key);
-    return json_is_integer(v) && json_integer_value(v) >= 0 ? json_integer_value(v) : dflt;
-}
-
-/* Stats for an answer.  wall_us, cpu_us and tool_calls are the
- * supervisor's own; wstats (borrowed, may be NULL) are the worker's figures,
- * used only for what only it can count (reductions, heap peak). */
-static json_t *exec_stats(struct exec *e, const json_t *wstats)
-{
-    double wall = e->t_start > 0 ? ev_time() - e->t_start : 0;
-    json_int_t cpu = (json_int_t)worker_cpu_us(e);
-
-    if (wall < 0)
-        wall = 0;
-#if defined(MUTATE_CPU_OWN)
-    cpu = stat_int(wstats, "cpu_us", cpu);  /* test-only mutant: the worker's claim */
-#endif
-#if SANDBOXD_BENCH_TRACE
-    {
-        json_t *st = json_pack("{s:I,s:I,s:I,s:I,s:I}",
-                               "wall_us", (json_int_t)(wall * 1e6),
-                               "cpu_us", cpu,
-                               "reductions", stat_int(wstats, "reductions", 0),
-                               "heap_peak_bytes", stat_int(wstats, "heap_peak_bytes", 0),
-                               "tool_calls", (json_int_t)e->tool_calls);
-        json_t *sup = json_array();
-        for (int i = 0; i < TR_SUP_N; i++)
-            json_array_append_new(sup, json_integer((json_int_t)trace_t[i]));
-        json_object_set_new(st, "trace", json_pack("{s:o,s:O}", "sup", sup, "worker",
-                                                   json_object_get(wstats, "trace") ?
-                                                   json_object_get(wstats, "trace") : json_null()));
-        return st;
-    }
-#else
-    return json_pack("{s:I,s:I,s:I,s:I,s:I}",
-                     "wall_us", (json_int_t)(wall * 1e6),
-                     "cpu_us", cpu,
-                     "reductions", stat_int(wstats, "reductions", 0),
-                     "heap_peak_bytes", stat_int(wstats, "heap_peak_bytes", 0),
-                     "tool_calls", (json_int_t)e->tool_calls);
-#endif
-}
-
-/* The one log line per execution (info; deployment.md promises exactly one): connection, request id,
- * outcome kind, wall and CPU time, heap peak.  The message and the result
- * may carry the script's data, so they are logged only at debug level. */
-static void exec_log_end(struct exec *e, const char *kind, const json_t *wstats,
-                         const char *detail)
-{
-    char *id = json_dumps(e->req_id, JSON_COMPACT | JSON_ENCODE_ANY);
-    double wall = e->t_start > 0 ? (ev_time() - e->t_start) * 1e3 : 0.0;
-    json_int_t cpu_us = e->t_start > 0 ? (json_int_t)worker_cpu_us(e) : 0;
-
-    log_info("exec conn=%llu seq=%llu id=%.64s op=%s outcome=%s wall_ms=%.1f cpu_ms=%.1f "
-             "heap_peak_bytes=%lld tool_calls=%u",
-             e->conn ? (unsigned long long)e->conn->id : 0ULL, (unsigned long long)e->seq,
-             id ? id : "?", e->op == OP_CHECK ? "check" : e->op == OP_SESSION ? "session" : "execute",
-             kind,
-             wall < 0 ? 0.0 : wall, (double)cpu_us / 1e3,
-             (long long)stat_int(wstats, "heap_peak_bytes", 0), e->tool_calls);
-    /* a session's chunk waits for no worker: its session holds one */
-    metrics_exec_end(kind, e->t_start > 0, wall / 1e3,
-                     e->op == OP_SESSION && e->sjob != SJ_OPEN ? 0 : e->t_start - e->t_submit);
-    if (detail)
-        log_debug("exec seq=%llu %s: %.1500s", (unsigned long long)e->seq, kind, detail);
-    free(id);
-}
-
-/* ------------------------------------------------------------------ */
-/* live output                                                          */
-
-/* Pending output is sent at most this long after it arrived, so many
- * prints make one notification; more than STREAM_FLUSH_BYTES pending go
- * out at once.  Every notification repeats the request id, which is at most
- * RPC_ID_MAX bytes (methods.c refuses a longer one), so the ids cost at most
- * that per notification. */
-#define STREAM_DELAY        0.02
-#define STREAM_FLUSH_BYTES  65536
-
-/* Send output[streamed..) (all of it when final, else up to a whole
- * character) as one execution/output notification. */
-static void stream_flush(struct exec *e, int final)
-{
-    size_t end;
-    json_t *text, *msg;
-
-    ev_timer_stop(e->sup->loop, &e->stream_timer);
-    if (!e->stream || !e->conn || e->streamed >= e->output_len)
-        return;
-    end = final ? e->output_len
-                : e->streamed + utf8_complete(e->output + e->streamed, e->output_len - e->streamed);
-    if (end == e->streamed)
-        return;
-    text = utf8_string_new(e->output + e->streamed, end - e->streamed);
-    msg = text ? json_pack("{s:s,s:s,s:{s:O,s:o}}", "jsonrpc", "2.0", "method", "execution/output",
-                           "params", "execution_id", e->req_id, "text", text) : NULL;
-    e->streamed = end;
-    if (msg)
-        conn_send(e->conn, msg);
-    json_decref(msg);
-}
-
-static void stream_cb(struct ev_loop *loop, ev_timer *t, int revents)
-{
-    (void)loop; (void)revents;
-    stream_flush(t->data, 0);
-}
-
-/* New output was captured: send it soon. */
-static void stream_note(struct exec *e)
-{
-    if (!e->stream)
-        return;
-    if (e->output_len - e->streamed >= STREAM_FLUSH_BYTES) {
-        stream_flush(e, 0);
-        return;
-    }
-    if (!ev_is_active(&e->stream_timer)) {
-        ev_timer_set(&e->stream_timer, STREAM_DELAY, 0.);
-        ev_timer_start(e->sup->loop, &e->stream_timer);
-    }
-}
-
-static json_t *exec_output(const struct exec *e)
-{
-    json_t *s = utf8_string_new(e->output ? e->output : "", e->output_len);
-    return s ? s : json_string("");
-}
-
-/* Answer with an error; data stolen (may be NULL).  Adds output and, once
- * the execution has started, stats. */
-/* The output for an answer: a JSON string, or for a large output a splice
- * token whose text (jp_quote of the repaired bytes, *buf: the caller frees
- * it after sending) is recorded in sp[*nsp]. */
-#define OUTPUT_SPLICE_MIN ((size_t)64 << 10)
-
-static json_t *exec_output_for(const struct exec *e, struct jp_splice *sp, size_t *nsp,
-                               char **buf)
-{
-    json_t *s;
-    size_t len;
-
-    *buf = NULL;
-    if (e->output_len < OUTPUT_SPLICE_MIN || !(s = exec_output(e)))
-        return exec_output(e);
-    *buf = jp_quote(json_string_value(s), json_string_length(s), &len);
-    json_decref(s);
-    if (!*buf)
-        return exec_output(e);
-    sp[*nsp].raw = (struct jp_span){ *buf, len };
-    return jp_token((unsigned)(*nsp)++);
-}
-
-static void exec_fail(struct exec *e, const char *kind, json_t *data, const json_t *wstats,
-                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void exec_fail(struct exec *e, const char *kind, json_t *data, const json_t *wstats,
-                      const char *fmt, ...)
-{
-    char msg[1024], *obuf;
-    struct jp_splice sp[1];
-    size_t nsp = 0;
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    stream_flush(e, 1);
-    if (!data)
-        data = json_object();
-    json_object_set_new(data, "output", exec_output_for(e, sp, &nsp, &obuf));
-    json_object_set_new(data, "output_truncated", json_boolean(e->output_truncated));
-    if (e->t_start > 0)
-        json_object_set_new(data, "stats", exec_stats(e, wstats));
-    if (e->op == OP_SESSION && (e->sjob == SJ_CHUNK || e->sjob == SJ_SNAPSHOT))
-        json_object_set_new(data, "session_closed", json_boolean(!e->keep_open));
-    exec_log_end(e, kind, wstats, msg);
-    if (e->conn && e->req_id) {
-        json_t *reply = rpc_error_new(e->req_id, kind, msg, data);
-        if (reply)
-            conn_send_spliced(e->conn, reply, sp, nsp);
-        json_decref(reply);
-    } else {
-        json_decref(data);
-    }
-    free(obuf);
-}
-
-/* ------------------------------------------------------------------ */
 /* moving between states                                               */
 
 static void exec_stop_timers(struct exec *e)
@@ -335,7 +104,7 @@ static void exec_finish(struct exec *e)
     exec_stop_timers(e);
     e->n_pending = 0;
     if (e->w) {
-        e->cpu_us_seen = worker_cpu_raw(e);
+        e->cpu_us_seen = answer_cpu_raw(e);
         wproc_kill(e->w);
         e->state = ST_FINISHING;
         return;
@@ -399,7 +168,7 @@ static void deadline_cb(struct ev_loop *loop, ev_timer *t, int revents)
 static void idle_cpu_arm(struct exec *e)
 {
 #if !defined(MUTATE_IDLE_CPU)
-    e->cpu_base_us = worker_cpu_raw(e);
+    e->cpu_base_us = answer_cpu_raw(e);
     ev_timer_set(&e->cpu_timer, IDLE_CPU_CHECK, IDLE_CPU_CHECK);
     ev_timer_start(e->sup->loop, &e->cpu_timer);
 #else
@@ -410,11 +179,11 @@ static void idle_cpu_arm(struct exec *e)
 static void cpu_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
     struct exec *e = t->data;
-    uint64_t used_ms = worker_cpu_us(e) / 1000;
+    uint64_t used_ms = answer_cpu_us(e) / 1000;
     (void)revents;
 
     if (e->state == ST_IDLE) {
-        if (worker_cpu_us(e) > IDLE_CPU_MAX_US && e->w)
+        if (answer_cpu_us(e) > IDLE_CPU_MAX_US && e->w)
             wproc_violation(e->w, "CPU time used between chunks");
         return;
     }
@@ -455,10 +224,10 @@ static void exec_run(struct exec *e, struct wproc *w)
         json_object_set_new(e->job, "bindings", jp_token(0));
     if ((rc = wproc_send_spliced(w, CHAN_JOB, e->job, &sp, e->job_bindings != NULL)) < 0) {
         if (rc == -2)
-            exec_fail(e, "invalid_params", NULL, NULL, "the job is larger than a worker "
-                      "accepts (%zu bytes once encoded)", (size_t)CHAN_JOB_MAX);
+            answer_fail(e, "invalid_params", NULL, NULL, "the job is larger than a worker "
+                        "accepts (%zu bytes once encoded)", (size_t)CHAN_JOB_MAX);
         else
-            exec_fail(e, "internal_error", NULL, NULL, "could not send the job to the worker");
+            answer_fail(e, "internal_error", NULL, NULL, "could not send the job to the worker");
         exec_finish(e);
         return;
     }
@@ -528,13 +297,13 @@ static void session_run(struct exec *e, const struct exec_evdata *d)
     e->return_bindings = d->return_bindings;
     e->sjob = d->snapshot ? SJ_SNAPSHOT : SJ_CHUNK;
     e->t_start = ev_time();
-    e->cpu_base_us = worker_cpu_raw(e);
+    e->cpu_base_us = answer_cpu_raw(e);
     e->state = ST_RUNNING;
     wproc_apply_limits(e->w, &e->lim);
     if ((rc = wproc_send_json(e->w, CHAN_JOB, d->json)) < 0) {
-        exec_fail(e, rc == -2 ? "invalid_params" : "internal_error", NULL, NULL,
-                  rc == -2 ? "the chunk is larger than a worker accepts" :
-                             "could not send the chunk to the worker");
+        answer_fail(e, rc == -2 ? "invalid_params" : "internal_error", NULL, NULL,
+                    rc == -2 ? "the chunk is larger than a worker accepts" :
+                               "could not send the chunk to the worker");
         exec_finish(e);
         return;
     }
@@ -555,8 +324,8 @@ static void session_close(struct exec *e, const struct exec_evdata *d)
     e->close_id = json_deep_copy(d->id);
     exec_unlist(e);
     if (e->state != ST_IDLE)
-        exec_fail(e, "cancelled", NULL, NULL, "%s", e->sjob == SJ_OPEN ?
-                  "the session was closed before it opened" : "the session was closed");
+        answer_fail(e, "cancelled", NULL, NULL, "%s", e->sjob == SJ_OPEN ?
+                    "the session was closed before it opened" : "the session was closed");
     exec_finish(e);
 }
 
@@ -586,7 +355,7 @@ static void on_output(struct exec *e, const struct exec_evdata *d)
     memcpy(p + e->output_len, d->payload, n);
     e->output = p;
     e->output_len += n;
-    stream_note(e);
+    answer_output_note(e);
 }
 
 /* Tool `name` and its function `fn` in the tool index (methods.c
@@ -652,9 +421,9 @@ static void on_tool_call(struct exec *e, const struct exec_evdata *d)
      * count, so no pcall can catch the end and no subverted worker can lift it. */
 #if !defined(MUTATE_TOOL_CALL_LIMIT)
     if (e->lim.max_tool_calls != LIMIT_INF && e->tool_calls >= e->lim.max_tool_calls) {
-        exec_fail(e, "tool_call_limit", NULL, NULL,
-                  "execution exceeded the limit of %llu tool calls",
-                  (unsigned long long)e->lim.max_tool_calls);
+        answer_fail(e, "tool_call_limit", NULL, NULL,
+                    "execution exceeded the limit of %llu tool calls",
+                    (unsigned long long)e->lim.max_tool_calls);
         exec_finish(e);
         return;
     }
@@ -665,7 +434,7 @@ static void on_tool_call(struct exec *e, const struct exec_evdata *d)
     }
     e->tool_calls++;
     e->call_seq++;
-    stream_flush(e, 0);         /* what was printed before the call comes first */
+    answer_flush(e, 0);         /* what was printed before the call comes first */
     metrics_tool_call();
     pc = &e->pending[e->n_pending++];
     pc->call = e->call_seq;
@@ -685,108 +454,15 @@ static void on_tool_call(struct exec *e, const struct exec_evdata *d)
     json_decref(req);
 }
 
-static int valid_worker_kind(const char *kind)
-{
-    for (size_t i = 0; kind && worker_kinds[i]; i++)
-        if (strcmp(kind, worker_kinds[i]) == 0)
-            return 1;
-    return 0;
-}
-
-/* The names of raw bindings (validated JSON): the first member of each
- * [name, value] pair.  Only the shape is checked here; the typed encoding
- * is checked when the bindings come back (methods.c, the worker). */
-static json_t *raw_binding_names(struct jp_span b)
-{
-    json_t *names = json_array(), *name;
-    struct jp_iter it, pair;
-    struct jp_span e, k, n, v;
-
-    if (!names || jp_iter_init(&it, b) < 0)
-        goto fail;
-    while (jp_iter_next(&it, &k, &e)) {
-        if (jp_iter_init(&pair, e) < 0 || pair.obj || !jp_iter_next(&pair, &k, &n) ||
-            n.p[0] != '"' || !jp_iter_next(&pair, &k, &v) || jp_iter_next(&pair, &k, &v))
-            goto fail;
-        if (!(name = jp_key(n)) || json_array_append_new(names, name) < 0)
-            goto fail;
-    }
-    return names;
-fail:
-    json_decref(names);
-    return NULL;
-}
-
-/* What goes in the answer for a value that may have passed through: a
- * splice token for raw (recorded in sp), else a new reference to tree. */
-static json_t *pass_on(struct jp_splice *sp, size_t *nsp, struct jp_span raw,
-                       const json_t *tree)
-{
-    if (!raw.p)
-        return json_incref((json_t *)tree);
-    sp[*nsp].raw = raw;
-    return jp_token((unsigned)(*nsp)++);
-}
-
 static void on_result(struct exec *e, const struct exec_evdata *d)
 {
-    const json_t *bindings = json_object_get(d->json, "bindings");
-    const json_t *wstats = json_object_get(d->json, "stats");
-    json_t *result, *names = NULL, *reply;
-    struct jp_splice sp[3];
-    size_t nsp = 0;
-    const char *err = NULL;
-    char *obuf = NULL;
-
-    /* a session chunk returns bindings only when asked; its open and
-     * snapshot answers are their own */
-    int want_bindings = e->op == OP_EXECUTE || e->sjob == SJ_SNAPSHOT ||
-                        (e->sjob == SJ_CHUNK && e->return_bindings);
-
     sched_supply_ok(e->sup, e->w);  /* this worker did its job */
     if (json_is_true(json_object_get(d->json, "output_truncated")))
         e->output_truncated = 1;
-    if (want_bindings &&
-        (!json_is_array(bindings) ||
-         !(names = d->raw_bindings.p ? raw_binding_names(d->raw_bindings)
-                                     : bindings_names(bindings, &err)))) {
+    if (answer_result(e, d) < 0) {
         wproc_violation(e->w, "malformed bindings in the result");
         return;
     }
-    if (e->op == OP_CHECK) {
-        result = json_pack("{s:b}", "ok", 1);
-    } else if (e->sjob == SJ_OPEN) {
-        result = json_pack("{s:s}", "session", e->session_id);
-    } else if (e->sjob == SJ_SNAPSHOT) {
-        result = json_pack("{s:o,s:o}", "bindings", pass_on(sp, &nsp, d->raw_bindings, bindings),
-                           "binding_names", names);
-    } else {
-        result = json_pack("{s:o,s:o,s:b,s:o}",
-                           "value", pass_on(sp, &nsp, d->raw_value,
-                                            json_object_get(d->json, "value") ?
-                                            json_object_get(d->json, "value") : json_null()),
-                           "output", exec_output_for(e, sp, &nsp, &obuf),
-                           "output_truncated", e->output_truncated,
-                           "stats", exec_stats(e, wstats));
-        if (result && want_bindings) {
-            json_object_set_new(result, "bindings",
-                                pass_on(sp, &nsp, d->raw_bindings, bindings));
-            json_object_set_new(result, "binding_names", names);
-        }
-    }
-    if (log_enabled(LOG_LVL_DEBUG)) {       /* the value only at debug */
-        char *v = json_dumps(json_object_get(result, "value"), JSON_COMPACT | JSON_ENCODE_ANY);
-        exec_log_end(e, "ok", wstats, v ? v : "");
-        free(v);
-    } else {
-        exec_log_end(e, "ok", wstats, NULL);
-    }
-    stream_flush(e, 1);
-    reply = rpc_result_new(e->req_id, result);
-    if (reply && e->conn)
-        conn_send_spliced(e->conn, reply, sp, nsp);
-    json_decref(reply);
-    free(obuf);
     if (e->op == OP_SESSION)
         session_idle(e);
     else
@@ -795,24 +471,15 @@ static void on_result(struct exec *e, const struct exec_evdata *d)
 
 static void on_error(struct exec *e, const struct exec_evdata *d)
 {
-    const char *kind = rpc_cstring(json_object_get(d->json, "kind"));
-    const char *msg = json_string_value(json_object_get(d->json, "message"));
-    json_t *line = json_object_get(d->json, "line");
-    json_t *tb = json_object_get(d->json, "traceback");
-    json_t *data = json_object();
+    const char *kind = json_string_value(json_object_get(d->json, "kind"));
 
-    if (!valid_worker_kind(kind) || !msg) {
-        json_decref(data);
+    if (!answer_error_frame_ok(d->json)) {
         wproc_violation(e->w, "malformed error frame");
         return;
     }
     sched_supply_ok(e->sup, e->w);  /* this worker did its job */
     if (json_is_true(json_object_get(d->json, "output_truncated")))
         e->output_truncated = 1;
-    if (json_is_integer(line))
-        json_object_set(data, "line", line);
-    if (json_is_string(tb))
-        json_object_set(data, "traceback", tb);
     /* A session survives its chunk's syntax or runtime error, and a snapshot
      * over max_bindings_bytes: a read-only checkpoint never ends the state
      * it reads (docs/protocol.md §3.8).  The worker goes on in both cases;
@@ -821,7 +488,7 @@ static void on_error(struct exec *e, const struct exec_evdata *d)
                    ((e->sjob == SJ_CHUNK && (strcmp(kind, "syntax_error") == 0 ||
                                              strcmp(kind, "runtime_error") == 0)) ||
                     (e->sjob == SJ_SNAPSHOT && strcmp(kind, "bindings_too_large") == 0));
-    exec_fail(e, kind, data, json_object_get(d->json, "stats"), "%s", msg);
+    answer_error(e, d->json);
     if (e->keep_open)
         session_idle(e);
     else
@@ -831,47 +498,10 @@ static void on_error(struct exec *e, const struct exec_evdata *d)
 /* The worker died before its end frame. */
 static void on_exit_early(struct exec *e, const struct exec_evdata *d)
 {
-    int st = d->status;
-    json_t *data = json_object();
-
-    if (WIFSIGNALED(st) && WTERMSIG(st) == SIGXCPU) {
-        exec_fail(e, "cpu_limit", data, NULL, "execution exceeded the CPU limit of %llu ms",
-                  (unsigned long long)e->lim.cpu_ms);
-    } else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS && d->has_syscall && d->syscall >= 0) {
-        /* containment: the worker's SIGSYS handler named the call (a hint
-         * from a possibly compromised process: only a number, and only
-         * believed when the worker did die by SIGSYS) */
-        char name[64];
-        if (seccomp_syscall_name(d->syscall, name, sizeof name) < 0)
-            snprintf(name, sizeof name, "unknown");
-        json_object_set_new(data, "signal", json_integer(SIGSYS));
-        json_object_set_new(data, "reason", json_string("forbidden system call (seccomp)"));
-        json_object_set_new(data, "syscall", json_integer(d->syscall));
-        json_object_set_new(data, "syscall_name", json_string(name));
-        exec_fail(e, "crashed", data, NULL,
-                  "worker killed by signal %d (forbidden system call %s, number %ld)",
-                  SIGSYS, name, d->syscall);
-    } else if (WIFSIGNALED(st)) {
-        int sig = WTERMSIG(st);
-        json_object_set_new(data, "signal", json_integer(sig));
-        json_object_set_new(data, "reason", json_string(sig == SIGSYS ?
-                            "forbidden system call (seccomp)" : strsignal(sig)));
-        exec_fail(e, "crashed", data, NULL, "worker killed by signal %d (%s)", sig,
-                  sig == SIGSYS ? "forbidden system call" : strsignal(sig));
-    } else if (WIFEXITED(st) && WEXITSTATUS(st) >= WORKER_EXIT_SETUP &&
-               WEXITSTATUS(st) <= WORKER_EXIT_PANIC) {
-        static const char *const what[] = { "set-up", "job intake", "Lua state (panic)" };
-        exec_fail(e, "internal_error", data, NULL, "worker %s failed (exit status %d)",
-                  what[WEXITSTATUS(st) - WORKER_EXIT_SETUP], WEXITSTATUS(st));
-    } else {
-        json_object_set_new(data, "reason", json_string("exited without a result"));
-        exec_fail(e, "crashed", data, NULL, "worker exited (status %d) without a result",
-                  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-    }
+    answer_exit(e, d);
     e->state = ST_DONE;
     exec_free(e);
 }
-
 /* ------------------------------------------------------------------ */
 /* the entry point                                                     */
 
@@ -888,8 +518,8 @@ static void exec_unexpected(struct exec *e, enum exec_ev ev)
              (unsigned long long)e->seq, event_names[ev], state_names[e->state]);
     if (ev == XE_WORKER || ev == XE_TIMEOUT || ev == XE_CPU) {
         if (e->state < ST_FINISHING) {
-            exec_fail(e, "internal_error", NULL, NULL, "internal error (%s in %s)",
-                      event_names[ev], state_names[e->state]);
+            answer_fail(e, "internal_error", NULL, NULL, "internal error (%s in %s)",
+                        event_names[ev], state_names[e->state]);
             exec_finish(e);
         }
     }
@@ -954,7 +584,7 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
         break;
     case XE_BAD: {
         json_t *data = json_pack("{s:s}", "reason", d->why);
-        exec_fail(e, "crashed", data, NULL, "worker violated the channel protocol: %s", d->why);
+        answer_fail(e, "crashed", data, NULL, "worker violated the channel protocol: %s", d->why);
         exec_finish(e);
         break;
     }
@@ -983,44 +613,44 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
             rc = ans ? wproc_send_json(e->w, CHAN_TOOL_RESULT, ans) : -1;
         }
         if (rc < 0) {
-            exec_fail(e, "internal_error", NULL, NULL, "could not pass the tool result on");
+            answer_fail(e, "internal_error", NULL, NULL, "could not pass the tool result on");
             exec_finish(e);
         }
         json_decref(ans);
         break;
     }
     case XE_TOOL_ABORT:
-        exec_fail(e, "tool_aborted", json_pack("{s:O}", "tool_error", d->json), NULL,
-                  "a tool aborted the execution: %s", d->why);
+        answer_fail(e, "tool_aborted", json_pack("{s:O}", "tool_error", d->json), NULL,
+                    "a tool aborted the execution: %s", d->why);
         exec_finish(e);
         break;
     case XE_TIMEOUT:
         if (e->state == ST_STARTING) {
             exec_unlist(e);
-            exec_fail(e, "timeout", json_pack("{s:s}", "reason", "waiting for a worker"), NULL,
-                      "execution exceeded the timeout of %llu ms waiting for a worker",
-                      (unsigned long long)e->lim.timeout_ms);
+            answer_fail(e, "timeout", json_pack("{s:s}", "reason", "waiting for a worker"), NULL,
+                        "execution exceeded the timeout of %llu ms waiting for a worker",
+                        (unsigned long long)e->lim.timeout_ms);
         } else {
-            exec_fail(e, "timeout", NULL, NULL, "execution exceeded the timeout of %llu ms",
-                      (unsigned long long)e->lim.timeout_ms);
+            answer_fail(e, "timeout", NULL, NULL, "execution exceeded the timeout of %llu ms",
+                        (unsigned long long)e->lim.timeout_ms);
         }
         exec_finish(e);
         break;
     case XE_CPU:
-        exec_fail(e, "cpu_limit", NULL, NULL, "execution exceeded the CPU limit of %llu ms",
-                  (unsigned long long)e->lim.cpu_ms);
+        answer_fail(e, "cpu_limit", NULL, NULL, "execution exceeded the CPU limit of %llu ms",
+                    (unsigned long long)e->lim.cpu_ms);
         exec_finish(e);
         break;
     case XE_CANCEL:
         if (e->state == ST_FINISHING)
             break;      /* already answered */
         exec_unlist(e);
-        exec_fail(e, "cancelled", NULL, NULL, "execution cancelled");
+        answer_fail(e, "cancelled", NULL, NULL, "execution cancelled");
         exec_finish(e);
         break;
     case XE_DISCONNECT:
         if (e->state != ST_FINISHING)   /* not answered: its one log line */
-            exec_log_end(e, "disconnected", NULL, NULL);
+            answer_log(e, "disconnected", NULL, NULL);
         exec_unlist(e);
         list_del(&e->conn_node);
         e->conn = NULL;
@@ -1090,7 +720,7 @@ struct exec *exec_new(struct conn *c, enum exec_op op, json_t *id, json_t *job, 
     e->deadline.data = e;
     ev_timer_init(&e->cpu_timer, cpu_cb, 0., 0.);
     e->cpu_timer.data = e;
-    ev_timer_init(&e->stream_timer, stream_cb, 0., 0.);
+    ev_timer_init(&e->stream_timer, answer_stream_cb, 0., 0.);
     e->stream_timer.data = e;
     ev_timer_init(&e->idle_timer, idle_cb, 0., 0.);
     e->idle_timer.data = e;
@@ -1208,7 +838,7 @@ void exec_detach_all(struct conn *c)
 
 void exec_drop(struct exec *e)
 {
-    exec_log_end(e, "busy", NULL, NULL);
+    answer_log(e, "busy", NULL, NULL);
     exec_free(e);
 }
 
@@ -1222,7 +852,7 @@ void exec_abort(struct exec *e, const char *why)
     if (e->state >= ST_FINISHING || exec_catch_up(e))
         return;
     exec_unlist(e);
-    exec_fail(e, "cancelled", NULL, NULL, "%s", why);
+    answer_fail(e, "cancelled", NULL, NULL, "%s", why);
     exec_finish(e);
 }
 
@@ -1231,10 +861,10 @@ void exec_no_worker(struct exec *e, const char *why, double retry_s)
     if (e->state > ST_STARTING)
         return;
     exec_unlist(e);
-    exec_fail(e, "internal_error",
-              json_pack("{s:s,s:I}", "reason", "workers cannot be started",
-                        "retry_after_ms", (json_int_t)(retry_s * 1e3 + 0.5)),
-              NULL, "workers cannot be started: %s", why);
+    answer_fail(e, "internal_error",
+                json_pack("{s:s,s:I}", "reason", "workers cannot be started",
+                          "retry_after_ms", (json_int_t)(retry_s * 1e3 + 0.5)),
+                NULL, "workers cannot be started: %s", why);
     exec_finish(e);
 }
 
@@ -1246,6 +876,6 @@ void exec_refuse(struct exec *e, const char *kind, json_t *data, const char *fmt
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    exec_fail(e, kind, data, NULL, "%s", msg);
+    answer_fail(e, kind, data, NULL, "%s", msg);
     exec_free(e);
 }

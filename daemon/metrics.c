@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The kinds an execution can end with (exec.c's log line `outcome=`). */
+/* The kinds an execution can end with (answer.c's log line `outcome=`). */
 static const char *const kinds[] = {
     "ok", "syntax_error", "runtime_error", "timeout", "memory_limit", "reductions_limit",
     "cpu_limit", "crashed", "bindings_too_large", "invalid_params", "internal_error",
