@@ -4,9 +4,8 @@
 #   make run        build, then run the daemon in the foreground on build/sandboxd.sock
 #   make check-house  the house rules: each header names its process, no Lua on the
 #                   supervisor's side or in proto/, no include up the folders
-#   make test       the house rules, unit + integration tests on the normal and the
-#                   ASan+UBSan build, the reliability suite, the client suites, the
-#                   test-hooks build, bench smoke and a fuzz pass
+#   make test       every stage in TEST_STAGES below, each even when one before it
+#                   failed, then a table of counts and seconds per stage
 #   make mutation   the mutation check (its own campaign; CI runs it after make test)
 #   make test-systemd  the units under a real systemd in a booted Debian 12
 #                   container (root; CI runs it after make test)
@@ -126,7 +125,7 @@ run: all
 
 # One pass of the suites against the binaries in $(O).
 test-unit: $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+	@rc=0; for t in $(UNIT_BINS); do echo "== $$t"; $$t || rc=1; done; exit $$rc
 
 test-integration: all $(O)/tests/lua_meter
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(O)/sandboxctl \
@@ -189,19 +188,22 @@ soak: all
 # the MCP hosts people use), after a smoke run of bench/node_tools.mjs (tiny
 # counts: it only has to work); then the same suites on Debian 12's Node 18
 # (scripts/node18 unpacks it into build/node18; skipped where there is none).
-# npm ci installs each committed lock file, only when node_modules is missing
-# or older than the lock.
+# Every suite runs even when one before it failed.  npm ci installs each
+# committed lock file, only when node_modules is missing or older than the
+# lock.
 NODE_SUITES := client/node client/mcp client/mcp/hosts
 test-node: all client/mcp/node_modules/.package-lock.json client/mcp/hosts/node_modules/.package-lock.json
 	$(MAKE) -C bench loadgen
-	node bench/node_tools.mjs --smoke --sandboxd $(CURDIR)/$(O)/sandboxd
-	@set -e; for p in $(NODE_SUITES); do echo "== $$p"; \
+	@rc=0; echo "== bench/node_tools.mjs --smoke"; \
+	node bench/node_tools.mjs --smoke --sandboxd $(CURDIR)/$(O)/sandboxd || rc=1; \
+	for p in $(NODE_SUITES); do echo "== $$p"; \
 	  (cd $$p && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
-	   node --test test/*.test.mjs); done
-	@set -e; n18=$$(scripts/node18) || { echo "== Node 18: none here, skipped"; exit 0; }; \
-	for p in $(NODE_SUITES); do echo "== $$p on Node $$($$n18 --version)"; \
-	  (cd $$p && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
-	   $$n18 --test test/*.test.mjs); done
+	   node --test test/*.test.mjs) || rc=1; done; \
+	if n18=$$(scripts/node18); then \
+	  for p in $(NODE_SUITES); do echo "== $$p on Node $$($$n18 --version)"; \
+	    (cd $$p && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
+	     $$n18 --test test/*.test.mjs) || rc=1; done; \
+	else echo "== Node 18: none here, skipped"; fi; exit $$rc
 
 # Tool calls/s through the Node client against the C load generator, and the
 # latency execute_lua adds over its two MCP round trips (bench/node_tools.mjs).
@@ -224,19 +226,37 @@ check-house:
 	scripts/check-house
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/house
 
+# make test: each stage is STAGE|BUILD|COMMAND; scripts/test-run runs every
+# one even when an earlier one failed, streams its output, and ends with a
+# table of each stage's counts and seconds (also in build/test-summary.txt),
+# failing then if any stage failed.  The README's `make test` paragraph
+# says what runs on which build: keep it in step with this list.
+TEST_STAGES := \
+  'house rules|-|$(MAKE) check-house' \
+  'unit|build|$(MAKE) O=build test-unit' \
+  'integration|build|$(MAKE) O=build test-integration' \
+  'reliability|build|$(MAKE) O=build test-reliability' \
+  'python client|build|$(MAKE) O=build test-python' \
+  'unit|build/asan|$(MAKE) O=build/asan SANITIZE=1 test-unit' \
+  'integration|build/asan|$(MAKE) O=build/asan SANITIZE=1 test-integration' \
+  'python client|build/asan|$(MAKE) O=build/asan SANITIZE=1 test-python' \
+  'test hooks|build/hooks|$(MAKE) test-hooks' \
+  'node, mcp|build|$(MAKE) O=build test-node' \
+  'elixir client|build|$(MAKE) O=build test-elixir' \
+  'elixir client|build/asan|$(MAKE) O=build/asan SANITIZE=1 test-elixir' \
+  'bench smoke|build|$(MAKE) -C bench O=$(CURDIR)/build smoke' \
+  'fuzz, 10 s a target|build/fuzz|FUZZ_JOBS=2 tests/fuzz/run.sh 10' \
+  'precision|build|$(MAKE) O=build test-precision' \
+  'tooling|build|$(MAKE) O=build test-tooling'
 test: deps
-	$(MAKE) check-house
-	$(MAKE) O=build test-unit test-integration test-reliability
-	$(MAKE) O=build test-python
-	$(MAKE) O=build/asan SANITIZE=1 test-unit test-integration
-	$(MAKE) O=build/asan SANITIZE=1 test-python
-	$(MAKE) test-hooks
-	$(MAKE) O=build test-node
-	$(MAKE) O=build test-elixir
-	$(MAKE) O=build/asan SANITIZE=1 test-elixir
-	$(MAKE) -C bench O=$(CURDIR)/build smoke
-	FUZZ_JOBS=2 tests/fuzz/run.sh 10
-	$(MAKE) O=build test-precision
+	+@scripts/test-run --summary build/test-summary.txt $(TEST_STAGES)
+
+# The tests of make test's own machinery (tests/tooling).
+.PHONY: test-tooling
+test-tooling: all
+	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(O)/sandboxctl \
+	SANDBOXD_SANITIZE=$(SANITIZE) /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+	tests/tooling
 
 # The Elixir client and Legion adapter (client/elixir) against the daemon in
 # $(O): ExUnit, offline (the mix project has no dependencies, so no Hex).  A
