@@ -188,9 +188,9 @@ soak: all
 # the MCP hosts people use), after a smoke run of bench/node_tools.mjs (tiny
 # counts: it only has to work); then the same suites on Debian 12's Node 18
 # (scripts/node18 unpacks it into build/node18; skipped where there is none).
-# Every suite runs even when one before it failed.  npm ci installs each
-# committed lock file, only when node_modules is missing or older than the
-# lock.
+# Every suite runs even when one before it failed.  scripts/npm-ci installs
+# each committed lock file, only when node_modules is missing or older than
+# the lock, and names the registry problem when it cannot.
 NODE_SUITES := client/node client/mcp client/mcp/hosts
 test-node: all client/mcp/node_modules/.package-lock.json client/mcp/hosts/node_modules/.package-lock.json
 	$(MAKE) -C bench loadgen
@@ -212,10 +212,10 @@ bench-node: all client/mcp/node_modules/.package-lock.json
 	node bench/node_tools.mjs --sandboxd $(O)/sandboxd
 
 client/mcp/node_modules/.package-lock.json: client/mcp/package-lock.json client/mcp/package.json | $(DEPS_MK)
-	cd client/mcp && npm ci --no-audit --no-fund
+	scripts/npm-ci client/mcp
 	@touch $@
 client/mcp/hosts/node_modules/.package-lock.json: client/mcp/hosts/package-lock.json client/mcp/hosts/package.json | $(DEPS_MK)
-	cd client/mcp/hosts && npm ci --no-audit --no-fund
+	scripts/npm-ci client/mcp/hosts
 	@touch $@
 
 # The house rules (scripts/check-house): every header's first line names
