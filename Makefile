@@ -251,9 +251,11 @@ TEST_STAGES := \
 test: deps
 	+@scripts/test-run --summary build/test-summary.txt $(TEST_STAGES)
 
-# The tests of make test's own machinery (tests/tooling).
+# The tests of make test's own machinery (tests/tooling), the bench smoke
+# run where bubblewrap cannot run among them.
 .PHONY: test-tooling
 test-tooling: all
+	$(MAKE) -C bench loadgen inproc
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(O)/sandboxctl \
 	SANDBOXD_SANITIZE=$(SANITIZE) /usr/bin/python3 -m pytest -q -p no:cacheprovider \
 	tests/tooling
