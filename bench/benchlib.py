@@ -3,8 +3,10 @@
 binaries' key=value output, and the /proc readings of CPU time.  Stdlib only.
 """
 
+import ctypes
 import os
 import resource
+import signal
 import socket
 import subprocess
 import time
@@ -41,6 +43,25 @@ def run(cmd, timeout):
             except ValueError:
                 out[k] = v
     return out
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_bench(sig=signal.SIGTERM):
+    """In a child, before its exec: the kernel sends it sig when the bench
+    dies, however it dies (SIGKILL included), so no daemon outlives it."""
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+
+
+def stop_on_signals():
+    """SIGTERM and SIGHUP end the bench as Ctrl-C does: through its finally
+    clauses, which stop the hogs and the daemons (Python's default for them
+    exits without running any)."""
+    def handler(signum, frame):
+        raise SystemExit(128 + signum)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)
 
 
 def raise_nofile(want):
@@ -131,6 +152,7 @@ class Daemon:
         def preexec():
             # 1,000 idle connections need ~1,100 fds in the daemon
             raise_nofile(65536)
+            die_with_bench()
         self.err = open(self.log, "wb")
         self.proc = subprocess.Popen([self.binary, "-c", self.conf, "-s", self.sock],
                                      stdin=subprocess.DEVNULL, stdout=self.err, stderr=self.err,
