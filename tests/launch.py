@@ -144,7 +144,10 @@ class _Ready:
             pass
 
 
-def _accepts(path):
+def accepts(path):
+    """Whether the daemon listens on path: the file appears at bind(2), and
+    the daemon sets its mode and group before listen(2), so a connection
+    before then is refused."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         s.connect(path)
@@ -240,7 +243,7 @@ class Daemon:
             if ready is not None:
                 if ready.wait(min(left, 0.05)):
                     return
-            elif os.path.exists(self.socket_path) and _accepts(self.socket_path):
+            elif os.path.exists(self.socket_path) and accepts(self.socket_path):
                 return
             else:
                 time.sleep(0.02)

@@ -15,6 +15,7 @@ import pytest
 
 import sbx
 from conftest import SANDBOXD_BIN, merge_config, render_config, read_proc_stat
+from launch import accepts
 
 SCALE = sbx.SCALE
 
@@ -97,11 +98,10 @@ def test_builtin_defaults_without_config():
                             stdin=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 10 * SCALE
-        while not os.path.exists(sock):
+        while not accepts(sock):
             assert proc.poll() is None, open(os.path.join(tmp, "err")).read()
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        time.sleep(0.1)
         with sbx.Client(sock) as c:
             c.ping()
             assert c.value("return 'defaults'") == "defaults"

@@ -26,6 +26,7 @@ import pytest
 
 import sbx
 from conftest import REPO, SANDBOXCTL_BIN, SANDBOXD_BIN, merge_config, render_config
+from launch import accepts
 from sbx import NO_REPLY
 
 SCALE = sbx.SCALE
@@ -464,8 +465,9 @@ def test_socket_activation_with_systemd_socket_activate(tmp_path, notify_socket)
                                 stdout=err, stderr=err, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
     try:
-        wait_until(lambda: os.path.exists(path), 5, "systemd-socket-activate to listen")
+        wait_until(lambda: accepts(path), 5, "systemd-socket-activate to listen")
         # systemd-socket-activate starts the daemon on the first connection
+        # (the probe above, which the daemon then accepts and sees closed)
         with sbx.Client(path) as c:
             c.ping()
             assert c.value("return 'activated'") == "activated"
@@ -586,7 +588,7 @@ def _log_with_journal_stream(tmp_path, stream_of):
                                 stderr=err, stdin=subprocess.DEVNULL, env=env,
                                 start_new_session=True)
     try:
-        wait_until(lambda: os.path.exists(path), 10, "the daemon to listen")
+        wait_until(lambda: accepts(path), 10, "the daemon to listen")
         with sbx.Client(path) as c:
             c.call("execute", {"code": "return 1"}, id="j-1")
         wait_until(lambda: 'id="j-1"' in errp.read_text(), 5, "the execution's line")
@@ -833,7 +835,7 @@ def test_daemon_syscalls_fit_the_units_filter(tmp_path):
                             start_new_session=True)
     daemon = None
     try:
-        wait_until(lambda: os.path.exists(sock), 10 * SCALE, "the traced daemon")
+        wait_until(lambda: accepts(sock), 10 * SCALE, "the traced daemon")
         daemon = [int(p) for p in os.listdir("/proc") if p.isdigit() and
                   _ppid(p) == proc.pid][0]
         time.sleep(0.3)
@@ -883,7 +885,7 @@ def test_daemon_works_with_the_units_capabilities(tmp_path):
                                  "-s", sock],
                                 stdout=err, stderr=err, start_new_session=True)
     try:
-        wait_until(lambda: os.path.exists(sock), 10, "the daemon; stderr: %s" % errp.read_text())
+        wait_until(lambda: accepts(sock), 10, "the daemon; stderr: %s" % errp.read_text())
         assert os.stat(sock).st_gid == grp.getgrnam("nogroup").gr_gid    # CAP_CHOWN
         time.sleep(0.2)
         with sbx.Client(sock) as c:
@@ -1217,7 +1219,7 @@ def test_terminal_signals_reach_the_daemon_only(tmp_path):
     log = open(os.path.join(tmp, "log"), "wb")
     proc, master = _with_terminal([SANDBOXD_BIN, "-c", conf, "-s", sock], log)
     try:
-        wait_until(lambda: os.path.exists(sock), 10, "the socket")
+        wait_until(lambda: accepts(sock), 10, "the socket")
         zyg = wait_until(lambda: _daemon_children(proc.pid, "sandboxd-zygote"), 10, "the zygote")
         worker = wait_until(lambda: _daemon_children(zyg[0], "sandboxd-worker") or
                             _daemon_children(proc.pid, "sandboxd-worker"), 10, "a pool worker")
@@ -1250,7 +1252,7 @@ def test_closing_the_terminal_stops_the_daemon_but_sighup_reloads(tmp_path):
     log = open(logpath, "wb")
     proc, master = _with_terminal([SANDBOXD_BIN, "-c", conf, "-s", sock], log)
     try:
-        wait_until(lambda: os.path.exists(sock), 10, "the socket")
+        wait_until(lambda: accepts(sock), 10, "the socket")
         os.kill(proc.pid, signal.SIGHUP)
         wait_until(lambda: "configuration reloaded" in open(logpath).read(), 10, "the reload")
         assert proc.poll() is None
@@ -1316,7 +1318,7 @@ def test_signals_ignored_at_start_stay_ignored(tmp_path):
         proc = subprocess.Popen([SANDBOXD_BIN, "-c", conf, "-s", sock], stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=log, start_new_session=True, preexec_fn=ignore)
     try:
-        wait_until(lambda: os.path.exists(sock), 10, "the socket")
+        wait_until(lambda: accepts(sock), 10, "the socket")
         for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGHUP):
             os.kill(proc.pid, sig)
         with sbx.Client(sock) as c:             # the loop has read its signalfd since
