@@ -16,8 +16,12 @@ Each file is one attack with its expected (safe) outcome in a header of
   limits:            JSON object: the execute's limits
   timeout_ms:        the attack's time budget (scaled by sbx.SCALE): the
                      execute's timeout when a timeout is the expected outcome
-                     (or limits sets cpu_ms); otherwise its cpu_ms, with the
-                     wall clock limit only a safety net (CPU_BUDGET_WALL_MS)
+                     or limits sets cpu_ms to infinity; otherwise the wall
+                     clock is only a safety net (at least CPU_BUDGET_WALL_MS),
+                     so a loaded machine, which stretches the wall time of the
+                     CPU an attack needs, does not change its outcome: where
+                     limits sets a finite cpu_ms that is the budget, else
+                     timeout_ms is the execute's cpu_ms
   max_wall_ms:       the answer must arrive within this (scaled) time: for an
                      attack that expects a timeout, wall clock time; for any
                      other, the execution's own CPU time (stats.cpu_us), which
@@ -118,11 +122,17 @@ class Attack:
         self.max_wall = int(h["max_wall_ms"]) * SCALE / 1000.0 if "max_wall_ms" in h else None
         self.cpu_budget = not ({"timeout", "cpu_limit"} & set(self.kinds or [])) and \
             "cpu_ms" not in (self.limits or {})
+        # the limits' own finite CPU budget bounds the attack: a wall clock
+        # timeout could only cut it short on a loaded machine
+        self.cpu_bound = "timeout" not in (self.kinds or []) and \
+            isinstance((self.limits or {}).get("cpu_ms"), int)
         if "value" in h:
             self.value = json.loads(h["value"])
 
     def budget(self):
         """(limits, timeout_ms) for the execute."""
+        if self.cpu_bound:
+            return self.limits, max(self.timeout_ms, CPU_BUDGET_WALL_MS * SCALE)
         if not self.cpu_budget:
             return self.limits, self.timeout_ms
         return dict(self.limits or {}, cpu_ms=self.timeout_ms), CPU_BUDGET_WALL_MS * SCALE
