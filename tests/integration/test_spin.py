@@ -11,7 +11,9 @@ CPU, which only lowers what a look costs.  The bounds leave room on both
 sides: a look that is switched off or shrinks costs a few ms at most here,
 one that does not costs tens to hundreds of ms even on half a CPU."""
 
+import ctypes
 import os
+import threading
 import time
 
 import pytest
@@ -157,12 +159,98 @@ def test_session_chunks_with_tool_calls_while_looking(daemon_factory):
         assert c.call("session/close", {"session": sid}).ok
 
 
+PTRACE_SYSCALL, PTRACE_DETACH, PTRACE_SEIZE, PTRACE_INTERRUPT = 24, 17, 0x4206, 0x4207
+PTRACE_PEEKUSER, PTRACE_O_TRACESYSGOOD, PTRACE_EVENT_STOP = 3, 1, 128
+WALL = 0x40000000
+ORIG_RAX = 15                       # index in struct user_regs_struct (x86_64)
+SYS_POLL, SYS_PPOLL = 7, 271
+
+
+def wait_in_read(pid, timeout=5.0 * sbx.SCALE):
+    """Wait until pid sleeps in read(2) on its channel (fd 3): past any look."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open("/proc/%d/syscall" % pid) as f:
+                fields = f.read().split()
+        except OSError:
+            fields = []
+        if len(fields) > 1 and fields[0] == "0" and int(fields[1], 16) == 3:
+            return
+        assert time.monotonic() < deadline, "worker %d not blocked in read(3): %r" % (pid, fields)
+        time.sleep(0.01)
+
+
+class PollCounter(threading.Thread):
+    """Counts the poll(2) calls of pid (a look makes one at least) while
+    traced: from start() until stop(), with ptrace's syscall stops (every
+    ptrace request comes from this thread, the tracer).  A count, not a CPU
+    time: what a loaded machine does to the clocks cannot change it."""
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid, self.polls, self.error = pid, 0, None
+        self.ready, self.done = threading.Event(), threading.Event()
+
+    def __enter__(self):
+        self.start()
+        assert self.ready.wait(10 * sbx.SCALE), "the tracer did not start"
+        if self.error:
+            pytest.skip(self.error)
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.join(10 * sbx.SCALE)
+        assert not self.is_alive(), "the tracer did not detach"
+
+    def run(self):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+        libc.ptrace.restype = ctypes.c_long
+        pid = self.pid
+        if libc.ptrace(PTRACE_SEIZE, pid, None, PTRACE_O_TRACESYSGOOD) != 0:
+            self.error = "ptrace not permitted here: %s" % os.strerror(ctypes.get_errno())
+            self.ready.set()
+            return
+        stopping, pass_on = False, 0
+        try:
+            libc.ptrace(PTRACE_INTERRUPT, pid, None, None)
+            os.waitpid(pid, WALL)
+            libc.ptrace(PTRACE_SYSCALL, pid, None, None)
+            self.ready.set()
+            while True:
+                got, status = os.waitpid(pid, WALL | os.WNOHANG)
+                if got == 0:
+                    if self.done.is_set() and not stopping:
+                        libc.ptrace(PTRACE_INTERRUPT, pid, None, None)
+                        stopping = True
+                    time.sleep(0.001)
+                    continue
+                if not os.WIFSTOPPED(status):
+                    return                              # gone
+                sig = os.WSTOPSIG(status)
+                syscall = sig == 0x85                   # SIGTRAP | 0x80: a syscall stop
+                if syscall:
+                    nr = libc.ptrace(PTRACE_PEEKUSER, pid, 8 * ORIG_RAX, None)
+                    self.polls += nr in (SYS_POLL, SYS_PPOLL)
+                pass_on = 0 if syscall or status >> 16 == PTRACE_EVENT_STOP else sig
+                if stopping:            # any stop after the interrupt will do (one
+                    return              # in a blocked read is its syscall-exit stop)
+                libc.ptrace(PTRACE_SYSCALL, pid, None, pass_on)
+        finally:
+            self.ready.set()
+            libc.ptrace(PTRACE_DETACH, pid, None, pass_on)
+
+
 def test_session_chunk_takes_the_look_of_its_own_job(daemon_factory):
     """A session keeps its worker between chunks, while the other work can
     change: each chunk's job says how long to look, as each answer does.
     Here a second execution, waiting for a tool answer, is busy too when the
     second chunk starts (2 busy workers on 2 CPUs), so that chunk's slow
-    call is not looked for, whatever the first chunk's answers said."""
+    call is not looked for, whatever the first chunk's answers said: the
+    session's worker makes no poll(2) at all from the chunk's arrival to its
+    answer (a look makes one at least, however short)."""
     two_cpus()
     d = daemon_factory(daemon={"tool_spin_us": SPIN_MAX},
                        cpus=set(sorted(os.sched_getaffinity(0))[:2]))
@@ -173,24 +261,23 @@ def test_session_chunk_takes_the_look_of_its_own_job(daemon_factory):
         sid = r.result["session"]
         r = c.execute("return T.f(1)", session=sid, handlers={"T.f": lambda a: a[0]})
         assert r.ok and r.result["value"] == 1, r      # answered at once: the look stays whole
+        worker = d.wait_for_workers(1)
+        assert len(worker) == 1, worker
         held = other.send_execute("return T.f(2)", tools=[T],
                                   handlers={"T.f": lambda a: NO_REPLY})
         call = other.wait_deferred(1)
-        # Past the worker's look for its next chunk (10 ms at most): the
-        # kernel brings a running process's CPU clock up to date only at a
-        # tick or when it sleeps, so a chunk sent while the worker looks
-        # would count part of that look.
-        time.sleep(0.03)
+        wait_in_read(worker[0])         # past its look for the next chunk
 
         def slow(a):
             time.sleep(0.05)
             return a[0]
-        r = c.execute("return T.f(3)", session=sid, handlers={"T.f": slow})
+        with PollCounter(worker[0]) as looks:
+            r = c.execute("return T.f(3)", session=sid, handlers={"T.f": slow})
         assert r.ok and r.result["value"] == 3, r
         other.reply(call, result=2)
         assert other.wait(held).ok
         assert c.call("session/close", {"session": sid}).ok
-    assert r.result["stats"]["cpu_us"] < NOTHING, r.result["stats"]
+    assert looks.polls == 0, "the chunk's worker looked (%d poll calls)" % looks.polls
 
 
 def session_worker_cpu_us(d):
