@@ -31,6 +31,7 @@
 #include "proto/bindings.h"
 #include "proto/chan.h"            /* WORKER_EXIT_* */
 #include "proto/jsonrpc.h"
+#include "proto/tools.h"
 #include "proto/utf8.h"
 
 #define BIT(ev) (1u << (ev))
@@ -358,33 +359,6 @@ static void on_output(struct exec *e, const struct exec_evdata *d)
     answer_output_note(e);
 }
 
-/* Tool `name` and its function `fn` in the tool index (methods.c
- * norm_tools): two hash lookups, whatever the size of the list. */
-static const json_t *find_function(const json_t *index, const char *name, const char *fn,
-                                   const json_t **tool_out)
-{
-    const json_t *t = json_object_get(index, name);
-    const json_t *f = json_object_get(json_object_get(t, "functions"), fn);
-
-    if (f)
-        *tool_out = t;
-    return f;
-}
-
-static int arity_allowed(const json_t *f, size_t n)
-{
-    const json_t *ar = json_object_get(f, "arities"), *a;
-    size_t i;
-
-    if (!ar)
-        return 1;
-    json_array_foreach(ar, i, a) {
-        if (json_integer_value(a) == (json_int_t)n)
-            return 1;
-    }
-    return 0;
-}
-
 /* A TOOL_RESULT tells the worker how long it may look for the next answer
  * before it sleeps (sched_spin_hint).  A result it lacks means 0: no harm. */
 static void spin_hint(const struct exec *e, json_t *ans)
@@ -412,8 +386,8 @@ static void on_tool_call(struct exec *e, const struct exec_evdata *d)
                 nargs++;
     }
     if (e->op == OP_CHECK || !tname || !fname || !json_is_array(args) ||
-        !(fn = find_function(e->tools, tname, fname, &tool)) ||
-        !arity_allowed(fn, nargs)) {
+        !(fn = tools_find(e->tools, tname, fname, &tool)) ||
+        !tools_arity_ok(fn, nargs)) {
         wproc_violation(e->w, "tool call that the job does not allow");
         return;
     }

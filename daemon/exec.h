@@ -112,7 +112,7 @@ struct exec {
     char    *job_bindings;      /* owned raw bindings spliced into the job, or NULL */
     size_t   job_bindings_len;
     json_t  *tools;             /* owned tool index, name -> {module, functions: {name:
-                                 * entry}} (methods.c norm_tools; tool/call checks) */
+                                 * entry}} (proto/tools.h; tool/call checks) */
     struct limits lim;
     struct wproc *w;            /* borrowed; NULL before RUNNING and after the reap */
     ev_timer deadline, cpu_timer;

@@ -106,3 +106,21 @@ BIND["deep_100"] = '[["a",' + '["t",[[1,' * 100 + '0' + ']]]' * 100 + ']]'
 BIND["deep_101"] = '[["a",' + '["t",[[1,' * 101 + '0' + ']]]' * 101 + ']]'
 for name, text in BIND.items():
     write("fuzz_bindings", name, text)
+
+# ---- fuzz_tools: a request's params.tools
+TOOLS = {
+    "none": 'null',
+    "empty": '[]',
+    "weather": '[{"name":"Weather","module":"MyApp.Tools.Weather","functions":'
+               '[{"name":"get","arities":[1,2]},{"name":"list"},"set"]}]',
+    "any_names": '[{"name":"_x9","functions":["valid?","get-sum","\u00e9",'
+                 '{"name":"f","arities":null}]},{"name":"Empty","module":null,"functions":null}]',
+    "reserved": '[{"name":"print"}]',
+    "dup_tool": '[{"name":"A"},{"name":"A"}]',
+    "dup_function": '[{"name":"A","functions":["f",{"name":"f","arities":[0]}]}]',
+    "nul_name": '[{"name":"A","functions":["a\u0000b"]}]',
+    "bad_arity": '[{"name":"A","functions":[{"name":"f","arities":[251]}]}]',
+    "module_dunder": '[{"name":"A","functions":["__module"]}]',
+}
+for name, text in TOOLS.items():
+    write("fuzz_tools", name, text)
