@@ -23,6 +23,7 @@
 #include "daemon/sup.h"
 #include "daemon/trace.h"
 #include "proto/jsonrpc.h"
+#include "proto/mutant.h"
 
 #define CONN_READ_BURST (256u * 1024)
 #define CONN_LINGER     2.0     /* seconds a departing peer gets to see our EOF */
@@ -84,10 +85,8 @@ static size_t conn_backlog_bound(const struct sup *s)
 {
     size_t one = config_answer_max(&s->cfg);
 
-#if defined(MUTATE_BACKLOG_BOUND)
-    (void)one;
-    return CONN_MIN_BACKLOG;            /* mutant: a fixed 64 MiB */
-#endif
+    if (MUTANT(BACKLOG_BOUND))
+        return CONN_MIN_BACKLOG;        /* mutant: a fixed 64 MiB */
     return one > CONN_MIN_BACKLOG ? one : CONN_MIN_BACKLOG;
 }
 
@@ -129,9 +128,8 @@ static void widle_arm(struct conn *c)
 {
     double left = write_idle(c) - (ev_now(c->sup->loop) - c->out_progress);
 
-#if defined(MUTATE_WRITE_IDLE)
-    return;                             /* mutant: a peer may stop reading forever */
-#endif
+    if (MUTANT(WRITE_IDLE))
+        return;                         /* mutant: a peer may stop reading forever */
     if (ev_is_active(&c->widle))
         return;
     ev_timer_set(&c->widle, left > 0 ? left + 0.01 : 0., 0.);
@@ -164,10 +162,8 @@ static void widle_cb(struct ev_loop *loop, ev_timer *t, int revents)
  */
 static void shed_output(struct sup *s)
 {
-#if defined(MUTATE_BACKLOG_TOTAL)
-    (void)s;
-    return;                             /* mutant: no total bound */
-#endif
+    if (MUTANT(BACKLOG_TOTAL))
+        return;                         /* mutant: no total bound */
     while (s->output_bytes > s->cfg.max_backlog_bytes) {
         struct conn *victim = NULL;
         struct list_head *pos, *tmp;
@@ -204,12 +200,9 @@ static void account_input(struct conn *c)
  * NULL: the refusal then carries null. */
 static json_t *refused_id(const char *line, size_t len)
 {
-#if defined(MUTATE_REFUSED_ID)
-    (void)line; (void)len;
-    return NULL;                        /* mutant: every refusal says null */
-#else
+    if (MUTANT(REFUSED_ID))
+        return NULL;                    /* mutant: every refusal says null */
     return rpc_scan_id(line, len);
-#endif
 }
 
 /*
@@ -223,10 +216,8 @@ static json_t *refused_id(const char *line, size_t len)
  */
 static void shed_input(struct sup *s)
 {
-#if defined(MUTATE_INPUT_BUDGET)
-    (void)s;
-    return;                             /* mutant: no budget */
-#endif
+    if (MUTANT(INPUT_BUDGET))
+        return;                         /* mutant: no budget */
     while (s->input_bytes > s->cfg.max_input_bytes) {
         struct conn *victim = NULL;
         json_t *id;
@@ -470,14 +461,14 @@ int conn_send_spliced(struct conn *c, const json_t *msg, const struct jp_splice 
         conn_flush(c);
     if (outq_pending(&c->out) > conn_backlog_bound(c->sup) && !ev_is_active(&c->stall) &&
         !list_linked(&c->doomed_node)) {
-#if defined(MUTATE_BACKLOG_BOUND)
-        log_warn("conn=%llu: peer does not read its answers; disconnecting",
-                 (unsigned long long)c->id);
-        conn_fail(c);                   /* mutant: over the bound is enough */
-#else
-        ev_timer_set(&c->stall, 0., 0.);
-        ev_timer_start(c->sup->loop, &c->stall);    /* judged at once: stall_cb */
-#endif
+        if (MUTANT(BACKLOG_BOUND)) {    /* mutant: over the bound is enough */
+            log_warn("conn=%llu: peer does not read its answers; disconnecting",
+                     (unsigned long long)c->id);
+            conn_fail(c);
+        } else {
+            ev_timer_set(&c->stall, 0., 0.);
+            ev_timer_start(c->sup->loop, &c->stall);    /* judged at once: stall_cb */
+        }
     }
     shed_output(c->sup);
     return list_linked(&c->doomed_node) ? -1 : 0;
@@ -615,9 +606,8 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents)
     }
     /* every line read is handled: a large message's buffer goes back now,
      * not when the connection ends */
-#if !defined(MUTATE_BUFFER_RELEASE)
-    ndjson_shrink(&c->rd);
-#endif
+    if (!MUTANT(BUFFER_RELEASE))
+        ndjson_shrink(&c->rd);
     account_input(c);
     shed_input(c->sup);
     if (largest >= SUP_TRIM_BYTES)

@@ -37,6 +37,7 @@
 #include "daemon/sup.h"
 #include "daemon/wproc.h"
 #include "daemon/spawn.h"
+#include "proto/mutant.h"
 #include "worker/zygote.h"
 
 static void usage(FILE *f)
@@ -274,11 +275,8 @@ static void watchdog_cb(struct ev_loop *loop, ev_timer *t, int revents)
     struct watchdog *wd = t->data;
     (void)revents;
 
-#if defined(MUTATE_WATCHDOG_HEALTH)
-    if (1) {                    /* mutant: pings whether or not workers can be started */
-#else
-    if (sched_supply_up(wd->s)) {
-#endif
+    /* (the mutant pings whether or not workers can be started) */
+    if (MUTANT(WATCHDOG_HEALTH) || sched_supply_up(wd->s)) {
         if (wd->withheld)
             log_notice("workers can be started again: WATCHDOG=1 resumes");
         notify_send("WATCHDOG=1");

@@ -14,6 +14,7 @@
 #include "daemon/log.h"
 #include "daemon/sup.h"
 #include "proto/jsonrpc.h"
+#include "proto/mutant.h"
 
 struct refused {
     struct sup *sup;
@@ -69,10 +70,10 @@ void refuse_conn(struct sup *s, int fd, json_t *msg)
     if (line && write(fd, line, len) < 0)
         log_debug("refusing a connection: %s", strerror(errno));
     free(line);
-#if defined(MUTATE_REFUSE_LINGER)
-    close(fd);                          /* mutant: closed with unread input */
-    return;
-#endif
+    if (MUTANT(REFUSE_LINGER)) {
+        close(fd);                      /* mutant: closed with unread input */
+        return;
+    }
     shutdown(fd, SHUT_WR);
     if (s->n_refused >= REFUSE_MAX)     /* the oldest goes first */
         refused_close(list_first(&s->refused, struct refused, node));

@@ -24,6 +24,7 @@
 #include "daemon/trace.h"
 #include "daemon/wproc.h"
 #include "daemon/spawn.h"
+#include "proto/mutant.h"
 
 /* The number of worker processes there may be: max_workers, except that
  * one worker beyond the open sessions is always the executions'.  A reload
@@ -34,10 +35,8 @@ static unsigned worker_bound(const struct sup *s)
 {
     unsigned max = s->cfg.max_workers;
 
-#if !defined(MUTATE_SESSION_SLOT)
-    if (max < s->n_sessions + 1)
+    if (!MUTANT(SESSION_SLOT) && max < s->n_sessions + 1)
         max = s->n_sessions + 1;
-#endif
     return max;
 }
 
@@ -59,9 +58,8 @@ static unsigned slots_held(const struct sup *s)
     unsigned free_procs = s->n_idle + s->pending + s->n_killed;
     unsigned busy = s->procs > free_procs ? s->procs - free_procs : 0;
 
-#if defined(MUTATE_SLOT_REAP)
-    busy += s->n_killed;            /* mutant: an answered worker holds its slot until its reap */
-#endif
+    if (MUTANT(SLOT_REAP))
+        busy += s->n_killed;        /* mutant: an answered worker holds its slot until its reap */
     return busy + s->n_starting;
 }
 
@@ -78,14 +76,12 @@ unsigned sched_spin_hint(const struct sup *s)
     unsigned other = s->n_idle + s->pending + s->n_killed;
     unsigned busy;
 
-#if defined(MUTATE_SPIN_KILLED)
-    other -= s->n_killed;               /* mutant: a killed worker is busy until its reap */
-#endif
+    if (MUTANT(SPIN_KILLED))
+        other -= s->n_killed;           /* mutant: a killed worker is busy until its reap */
     busy = s->procs > other ? s->procs - other : 0;
 
-#if defined(MUTATE_SPIN_BUSY)
-    busy = 0;                           /* mutant: looks even when every CPU has work */
-#endif
+    if (MUTANT(SPIN_BUSY))
+        busy = 0;                       /* mutant: looks even when every CPU has work */
     return busy < s->ncpu ? s->cfg.tool_spin_us : 0;
 }
 
@@ -143,9 +139,8 @@ static int worker_usable(const struct wproc *w)
     ssize_t n;
     int fd;
 
-#if defined(MUTATE_POOL_LIVENESS)
-    return 1;       /* test-only mutant (tests/mutation): every pooled worker is taken */
-#endif
+    if (MUTANT(POOL_LIVENESS))
+        return 1;                       /* mutant: every pooled worker is taken */
     if (w->killed)
         return 0;
     memset(&si, 0, sizeof si);
@@ -183,9 +178,8 @@ static void pool_discard(struct sup *s, struct wproc *w, const char *why)
  * that lives through its set-up or does its job answers. */
 static int fresh(const struct sup *s, const struct wproc *w)
 {
-#if defined(MUTATE_SUPPLY_FRESH)
-    return 1;       /* mutant: any live pooled worker ends a streak */
-#endif
+    if (MUTANT(SUPPLY_FRESH))
+        return 1;                       /* mutant: any live pooled worker ends a streak */
     return w->born > s->zygote_failed_at;
 }
 
@@ -305,9 +299,8 @@ void sched_supply_failed(struct sup *s, const char *fmt, ...)
     if (s->zygote_pid <= 0)
         s->zygote_failed_at = ev_now(s->loop);
     delay = supply_backoff(s->supply_fails);
-#if defined(MUTATE_SUPPLY_BACKOFF)
-    delay = 0;      /* test-only mutant (tests/mutation): retry at once, forever */
-#endif
+    if (MUTANT(SUPPLY_BACKOFF))
+        delay = 0;                      /* mutant: retry at once, forever */
     s->supply_hold = ev_now(s->loop) + delay;
     /* From SUPPLY_FAIL_LIMIT in a row every failure is logged (the back-off
      * bounds those); short streaks between successes (descriptors that come
@@ -339,12 +332,10 @@ void sched_supply_ok(struct sup *s, const struct wproc *w)
      * during the hold is started by this timer and nothing else, and the
      * pool waits for it to refill (run from the loop: the caller may be
      * walking the pool). */
-#if defined(MUTATE_SUPPLY_RESUME)
-    ev_timer_stop(s->loop, &s->supply_timer);   /* mutant: the held restart is lost */
-#else
-    if (!s->stopping)
+    if (MUTANT(SUPPLY_RESUME))
+        ev_timer_stop(s->loop, &s->supply_timer);   /* mutant: the held restart is lost */
+    else if (!s->stopping)
         supply_arm(s, 0.);
-#endif
 }
 
 void sched_init(struct sup *s)
@@ -384,9 +375,8 @@ static void spawn(struct sup *s, unsigned n)
  * room. */
 static void probe(struct sup *s)
 {
-#if defined(MUTATE_SUPPLY_PROBE)
-    return;         /* mutant: an idle daemon never finds out that workers start again */
-#endif
+    if (MUTANT(SUPPLY_PROBE))
+        return;     /* mutant: an idle daemon never finds out that workers start again */
     if (s->supply_fails == 0 || s->pending > 0 || ev_now(s->loop) < s->supply_hold ||
         fresh_in_pool(s))
         return;
@@ -406,10 +396,9 @@ void sched_pump(struct sup *s)
 
     /* A zygote runs, or its start is due: after a death during the
      * back-off, the supply timer is what starts it. */
-#if !defined(MUTATE_SUPPLY_RESUME)
-    if (!s->stopping && s->zygote_pid <= 0 && !ev_is_active(&s->supply_timer))
+    if (!MUTANT(SUPPLY_RESUME) && !s->stopping && s->zygote_pid <= 0 &&
+        !ev_is_active(&s->supply_timer))
         supply_arm(s, s->supply_hold - ev_now(s->loop));
-#endif
     for (;;) {
         /* hand idle workers to executions that wait for one */
         while (!list_empty(&s->starting) && !list_empty(&s->idle)) {
@@ -541,10 +530,8 @@ void sched_reap(struct sup *s)
         if (WIFSTOPPED(status)) {
             /* a stop report, not an exit: a pooled worker is replaced now
              * (a running one is left to its execution's clocks) */
-#if !defined(MUTATE_POOL_LIVENESS)
-            if ((w = wproc_find(s, pid)) && list_linked(&w->pool_node))
+            if (!MUTANT(POOL_LIVENESS) && (w = wproc_find(s, pid)) && list_linked(&w->pool_node))
                 pool_discard(s, w, "was stopped");
-#endif
             continue;
         }
         if (pid == s->zygote_pid) {

@@ -23,6 +23,7 @@
 #include "daemon/refuse.h"
 #include "daemon/sup.h"
 #include "proto/jsonrpc.h"
+#include "proto/mutant.h"
 
 #define SD_LISTEN_FDS_START 3
 
@@ -90,9 +91,8 @@ static void accept_paused(struct sup *s, int err)
 {
     ev_tstamp now = ev_now(s->loop);
 
-#if defined(MUTATE_ACCEPT_WARN)
-    s->accept_pauses = 0;               /* mutant: every pause logged */
-#endif
+    if (MUTANT(ACCEPT_WARN))
+        s->accept_pauses = 0;           /* mutant: every pause logged */
     if (s->accept_pauses == 0 || now - s->accept_logged >= ACCEPT_WARN_INTERVAL) {
         log_warn("accept: %s; pausing for 100 ms (%u pauses in a row, %u not logged since the "
                  "last report)", strerror(err), s->accept_pauses + 1, s->accept_quiet);
@@ -150,11 +150,8 @@ static void accept_cb(struct ev_loop *loop, ev_io *io, int revents)
             refuse_peer(s, fd, &cred);
             continue;
         }
-#if defined(MUTATE_REFUSED_SLOTS)
-        if (s->n_conns + s->n_refused >= s->cfg.max_connections) {  /* mutant */
-#else
-        if (s->n_conns >= s->cfg.max_connections) {
-#endif
+        /* (the mutant: refused connections hold slots too) */
+        if (s->n_conns + (MUTANT(REFUSED_SLOTS) ? s->n_refused : 0) >= s->cfg.max_connections) {
             refuse_busy(s, fd);
             continue;
         }
@@ -241,16 +238,14 @@ static void unlink_own_socket(struct sup *s, const char *path)
     if (!s->socket_owned || !path)
         return;
     s->socket_owned = 0;
-#if !defined(MUTATE_SOCKET_INODE)
-    if (lstat(path, &st) != 0)
-        return;
-    if (!S_ISSOCK(st.st_mode) || st.st_dev != s->socket_dev || st.st_ino != s->socket_ino) {
-        log_notice("%s is no longer the socket this daemon bound; leaving it", path);
-        return;
+    if (!MUTANT(SOCKET_INODE)) {        /* the mutant unlinks whatever is there */
+        if (lstat(path, &st) != 0)
+            return;
+        if (!S_ISSOCK(st.st_mode) || st.st_dev != s->socket_dev || st.st_ino != s->socket_ino) {
+            log_notice("%s is no longer the socket this daemon bound; leaving it", path);
+            return;
+        }
     }
-#else
-    (void)st;       /* test-only mutant (tests/mutation): unlink whatever is there */
-#endif
     if (unlink(path) != 0 && errno != ENOENT)
         log_warn("unlink %s: %s", path, strerror(errno));
 }

@@ -32,6 +32,7 @@
 #include "daemon/sup.h"
 #include "policy/probe.h"
 #include "proto/chan.h"
+#include "proto/mutant.h"
 
 extern char **environ;
 
@@ -109,9 +110,8 @@ int spawn_start(struct sup *s)
          * terminal's SIGINT, SIGQUIT and SIGHUP (Ctrl-C, a closed window)
          * reach the supervisor only, which decides; the workers it forks
          * stay in this session. */
-#if !defined(MUTATE_ZYGOTE_SESSION)
-        setsid();
-#endif
+        if (!MUTANT(ZYGOTE_SESSION))
+            setsid();
         /* Performance: resolve every shared-library symbol once,
          * when the zygote is loaded; with lazy binding each fresh worker
          * resolved the PLT entries it used again (~20 us per worker). */

@@ -7,6 +7,7 @@
 #include <malloc.h>
 
 #include "daemon/log.h"
+#include "proto/mutant.h"
 
 void sup_count_down(unsigned *counter, const char *name)
 {
@@ -19,7 +20,6 @@ void sup_count_down(unsigned *counter, const char *name)
 
 void sup_trim(void)
 {
-#if !defined(MUTATE_MALLOC_TRIM)
-    malloc_trim(0);
-#endif
+    if (!MUTANT(MALLOC_TRIM))
+        malloc_trim(0);
 }

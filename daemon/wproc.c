@@ -24,6 +24,7 @@
 #include "policy/seccomp.h"     /* containment: seccomp_syscall_name */
 #include "proto/chan.h"          /* WORKER_EXIT_SETUP */
 #include "proto/jsonrpc.h"
+#include "proto/mutant.h"
 
 static void wproc_read_cb(struct ev_loop *loop, ev_io *io, int revents);
 static void wproc_write_cb(struct ev_loop *loop, ev_io *io, int revents);
@@ -52,9 +53,8 @@ static size_t max_frame(const struct sup *s, const struct limits *lim)
     size_t n = sat_add(FRAME_SLACK, s->cfg.max_message_bytes);
 
     n = sat_add(n, lim->max_bindings_bytes);            /* bindings */
-#if !defined(MUTATE_FRAME_BOUND)
-    n = sat_add(n, lim->max_bindings_bytes);            /* binding_names */
-#endif
+    if (!MUTANT(FRAME_BOUND))
+        n = sat_add(n, lim->max_bindings_bytes);        /* binding_names */
     return n;
 }
 
@@ -327,11 +327,8 @@ static void wproc_frame(struct wproc *w, uint32_t type, const unsigned char *pay
     if (ev != XE_OUTPUT) {
         int dense = 0;
 
-#if defined(MUTATE_PASS_THROUGH)
-        if (0)                          /* mutant: every frame becomes a tree */
-#else
-        if ((ev == XE_RESULT || ev == XE_TOOL_CALL) && len > RPC_PASS_MIN)
-#endif
+        /* (the mutant: every frame becomes a tree) */
+        if (!MUTANT(PASS_THROUGH) && (ev == XE_RESULT || ev == XE_TOOL_CALL) && len > RPC_PASS_MIN)
             j = frame_envelope((const char *)payload, len, ev, &d, &dense);
         else
             j = rpc_loadb_bounded((const char *)payload, len, JSON_ALLOW_NUL, &jerr, &dense);
