@@ -29,6 +29,7 @@
 #include "proto/chan.h"
 #include "proto/jsonbig.h"
 #include "proto/jsonpass.h"
+#include "proto/mutant.h"
 
 #define JSONBOX  "sandboxd.jsonbox"
 #define TEXT_MAX 8192           /* the message of a tool error */
@@ -433,9 +434,8 @@ static int parallel_fn(lua_State *L)
         b->live = 1;
         lua_pushvalue(L, i);
         lua_xmove(L, co, 1);
-#if !defined(MUTATE_PARALLEL_PREPAY)
-        luaenv_arm_new(L, co);          /* as coroutine.create: its first period paid */
-#endif
+        if (!MUTANT(PARALLEL_PREPAY))
+            luaenv_arm_new(L, co);      /* as coroutine.create: its first period paid */
         lua_pushvalue(L, TH(n, i));
         lua_pushvalue(L, UD(n, i));
         lua_rawset(L, n + 1);

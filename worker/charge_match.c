@@ -17,6 +17,8 @@
 #include <lua.h>
 #include <string.h>
 
+#include "proto/mutant.h"
+
 #define MAXCCALLS      200          /* the matcher's recursion bound, as stock */
 #define MAXCAPTURES    32           /* LUA_MAXCAPTURES of the stock library */
 #define CAP_UNFINISHED (-1)
@@ -48,9 +50,8 @@ static void settle(struct ms *ms)
 
     ms->steps %= CHARGE_MATCH_STEPS;
     ms->bytes %= CHARGE_BYTES;
-#if defined(MUTATE_MATCH_STEPS)
-    units = 0;                          /* mutant: matching is free */
-#endif
+    if (MUTANT(MATCH_STEPS))
+        units = 0;                      /* mutant: matching is free */
     charge_pay(ms->L, ms->charge, units);
 }
 

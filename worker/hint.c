@@ -7,6 +7,8 @@
 #include <lua.h>
 #include <stdlib.h>
 
+#include "proto/mutant.h"
+
 struct trial {
     const char *piece[3];
     size_t      len[3];
@@ -25,10 +27,8 @@ static void *trial_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
         t->used -= old;
         return NULL;
     }
-#if !defined(MUTATE_HINT_HEAP)
-    if (nsize > old && nsize - old > HINT_HEAP - t->used)
+    if (!MUTANT(HINT_HEAP) && nsize > old && nsize - old > HINT_HEAP - t->used)
         return NULL;
-#endif
     p = realloc(ptr, nsize);
     if (p == NULL)
         return nsize <= old ? ptr : NULL;       /* a shrink never fails */

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "proto/chan.h"
+#include "proto/mutant.h"
 
 static uint64_t now_ns(void)
 {
@@ -60,9 +61,8 @@ void look_end(struct look *l, uint64_t t0)
         if (l->ns > l->max_ns)
             l->ns = l->max_ns;
     } else {                                /* a slow peer: look less */
-#if defined(MUTATE_SPIN_SHRINK)
-        return;                             /* mutant: a slow peer keeps the whole look */
-#endif
+        if (MUTANT(SPIN_SHRINK))
+            return;                         /* mutant: a slow peer keeps the whole look */
         l->ns /= 2;
         if (l->ns < l->max_ns / 16)
             l->ns = 0;

@@ -3,9 +3,9 @@
  * limits and the protected-boundary classification.  Contract: luaenv.h.
  * The replacement library functions are in luaenv_lib.c.
  *
- * `#if defined(MUTATE_...)` blocks are test-only: tests/mutation/run builds
- * with -DMUTATE_<NAME>=1 to switch one hardening piece off and checks that
- * some test fails.  Without those flags they change nothing.
+ * The MUTANT(...) branches are the mutation check's (proto/mutant.h): each
+ * switches one hardening piece off in a test build, and is constant false
+ * in every other.
  */
 #include "worker/luaenv.h"
 
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "proto/chan.h"
+#include "proto/mutant.h"
 
 /* Messages pushed while the heap may be full.  They are short strings
  * (interned) anchored in the registry at start-up, so pushing them again
@@ -114,15 +115,12 @@ static void gc_spend(struct luaenv *e, size_t heap, int event)
     unpaid = heap - e->gc_credit;
     e->gc_credit = 0;
     if (event == GC_NEEDED) {
-#if !defined(MUTATE_GC_THRASH)
-        e->fatal = LUAENV_FATAL_MEMORY;
-#endif
+        if (!MUTANT(GC_THRASH))
+            e->fatal = LUAENV_FATAL_MEMORY;
         return;
     }
-#if !defined(MUTATE_GC_BILLING)
-    bill(e, unpaid / GC_BYTES_PER_REDUCTION);
-#endif
-    (void)unpaid;
+    if (!MUTANT(GC_BILLING))
+        bill(e, unpaid / GC_BYTES_PER_REDUCTION);
 }
 
 static void gc_earn(struct luaenv *e, size_t grow)
@@ -160,10 +158,8 @@ static void *refuse(struct luaenv *e, int kind, const void *ptr, size_t osize, s
     if (retry) {
         if (kind == LUAENV_REFUSED_STRING)
             e->gc_caught += e->retry_used;
-#if !defined(MUTATE_REFUSAL_FINAL)
-        if (kind == LUAENV_REFUSED_HEAP && e->fatal == LUAENV_FATAL_NONE)
+        if (!MUTANT(REFUSAL_FINAL) && kind == LUAENV_REFUSED_HEAP && e->fatal == LUAENV_FATAL_NONE)
             e->fatal = LUAENV_FATAL_MEMORY;
-#endif
     } else {
         e->retry_armed = 1;
         e->retry_ptr = ptr;
@@ -202,17 +198,16 @@ static void *env_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
             return refuse(e, LUAENV_REFUSED_HEAP, ptr, osize, nsize, 1);
         if (e->probing && ptr == NULL && osize == LUA_TSTRING)
             e->string_header = nsize - PROBE_LEN - 1;
-#if defined(MUTATE_STRING_EXACT)
-        if (ptr == NULL && osize == LUA_TSTRING && nsize > e->string_cap + 64)  /* mutant: slack */
+        if (MUTANT(STRING_EXACT)) {
+            if (ptr == NULL && osize == LUA_TSTRING && nsize > e->string_cap + 64)  /* mutant: slack */
+                return refuse(e, LUAENV_REFUSED_STRING, ptr, osize, nsize, retry);
+        } else if (!MUTANT(STRING_CAP) && ptr == NULL && osize == LUA_TSTRING &&
+                   nsize - e->string_header - 1 > e->string_cap) {
             return refuse(e, LUAENV_REFUSED_STRING, ptr, osize, nsize, retry);
-#elif !defined(MUTATE_STRING_CAP)
-        if (ptr == NULL && osize == LUA_TSTRING && nsize - e->string_header - 1 > e->string_cap)
-            return refuse(e, LUAENV_REFUSED_STRING, ptr, osize, nsize, retry);
-#endif
-#if !defined(MUTATE_HEAP_CAP)
-        if (e->max_heap != 0 && (grow > e->max_heap || e->used > e->max_heap - grow))
+        }
+        if (!MUTANT(HEAP_CAP) && e->max_heap != 0 &&
+            (grow > e->max_heap || e->used > e->max_heap - grow))
             return refuse(e, LUAENV_REFUSED_HEAP, ptr, osize, nsize, retry);
-#endif
         if (retry) {                    /* the emergency collection made room */
             gc_spend(e, e->retry_used, GC_NEEDED);
             if (e->fatal != LUAENV_FATAL_NONE)
@@ -220,9 +215,8 @@ static void *env_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
         }
         if (ptr == NULL && osize == LUA_TSTRING && e->charging && !e->host) {
             /* a new string: the chunk pays for its bytes (charge.h) */
-#if !defined(MUTATE_STRING_CHARGE)
-            bill(e, charge_string(nsize - e->string_header - 1));
-#endif
+            if (!MUTANT(STRING_CHARGE))
+                bill(e, charge_string(nsize - e->string_header - 1));
             if (e->fatal != LUAENV_FATAL_NONE)
                 return refuse(e, LUAENV_REFUSED_BUDGET, ptr, osize, nsize, retry);
         }
@@ -322,9 +316,8 @@ static void count_hook(lua_State *L, lua_Debug *ar)
     }
     if (e->fatal == LUAENV_FATAL_NONE)
         return;
-#if !defined(MUTATE_HOOK_REARM)
-    lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
-#endif
+    if (!MUTANT(HOOK_REARM))
+        lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
     push_fatal_message(L, e->fatal);
     lua_error(L);
 }
@@ -351,12 +344,8 @@ static void arm_new(lua_State *L, lua_State *co)
 
 void luaenv_arm_new(lua_State *L, lua_State *co)
 {
-#if defined(MUTATE_COROUTINE_PREPAY)
-    (void)L;                            /* mutant: a coroutine keeps its maker's countdown */
-    (void)co;
-    return;
-#endif
-    arm_new(L, co);
+    if (!MUTANT(COROUTINE_PREPAY))      /* the mutant: it keeps its maker's countdown */
+        arm_new(L, co);
 }
 
 void luaenv_collect(lua_State *L)
@@ -390,10 +379,8 @@ void luaenv_arm(lua_State *L, lua_State *co)
 {
     struct luaenv *e = luaenv_from(co);
 
-#if defined(MUTATE_SESSION_REARM)
-    (void)L;
-    return;                             /* mutant: coroutines keep their old hook */
-#endif
+    if (MUTANT(SESSION_REARM))
+        return;                         /* mutant: coroutines keep their old hook */
     if (e->hook_period == 0) {
         if (lua_gethook(co) != NULL)
             lua_sethook(co, NULL, 0, 0);
@@ -430,9 +417,8 @@ void luaenv_charge_unwind(lua_State *L)
     lua_Debug ar;
     int level = UNWIND_FREE;
 
-#if defined(MUTATE_UNWIND_BILLING)
-    return;                             /* mutant: caught errors are free at any depth */
-#endif
+    if (MUTANT(UNWIND_BILLING))
+        return;                         /* mutant: caught errors are free at any depth */
     if (e->hook_period == 0 || e->fatal != LUAENV_FATAL_NONE || !lua_getstack(L, level, &ar))
         return;
     while (level <= INT_MAX / 2 && lua_getstack(L, level * 2, &ar))
@@ -577,13 +563,11 @@ static enum luaenv_caught classify(lua_State *L, int status, int goes_on)
              * next such error would find the heap full of dead buffers.
              * Both are settled like any collection a caught refusal bought. */
             gc_spend(e, caught, GC_CAUGHT);
-#if !defined(MUTATE_STRING_COLLECT)
-            if (e->fatal == LUAENV_FATAL_NONE) {
+            if (!MUTANT(STRING_COLLECT) && e->fatal == LUAENV_FATAL_NONE) {
                 size_t heap = e->used;
                 lua_gc(L, LUA_GCCOLLECT, 0);
                 gc_spend(e, heap, GC_CAUGHT);
             }
-#endif
             if (e->fatal != LUAENV_FATAL_NONE)
                 return LUAENV_CAUGHT_FATAL;
             return LUAENV_CAUGHT_STRING;
@@ -610,9 +594,8 @@ enum luaenv_caught luaenv_catch_end(lua_State *L, int status)
 
 int luaenv_rethrow(lua_State *L)
 {
-#if !defined(MUTATE_HOOK_REARM)
-    lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
-#endif
+    if (!MUTANT(HOOK_REARM))
+        lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
     return lua_error(L);
 }
 
@@ -622,11 +605,10 @@ void luaenv_output(struct luaenv *e, const char *s, size_t len)
 
     if (e->output_truncated)
         return;
-#if defined(MUTATE_PRINT_CAP)
-    room = (size_t)-1;                  /* mutant: no bound on captured output */
-#else
-    room = e->output_max - e->output_sent;
-#endif
+    if (MUTANT(PRINT_CAP))
+        room = (size_t)-1;              /* mutant: no bound on captured output */
+    else
+        room = e->output_max - e->output_sent;
     if (len > room) {
         len = room;
         e->output_truncated = 1;
@@ -696,16 +678,14 @@ static int build_env(lua_State *L)
     const luaL_Reg *lib;
     int g, i;
 
-#if defined(MUTATE_OPENLIBS)
-    (void)libs;                         /* mutant: every standard library */
-    (void)lib;
-    luaL_openlibs(L);
-#else
-    for (lib = libs; lib->func != NULL; lib++) {
-        luaL_requiref(L, lib->name, lib->func, 1);
-        lua_pop(L, 1);
+    if (MUTANT(OPENLIBS)) {
+        luaL_openlibs(L);               /* mutant: every standard library */
+    } else {
+        for (lib = libs; lib->func != NULL; lib++) {
+            luaL_requiref(L, lib->name, lib->func, 1);
+            lua_pop(L, 1);
+        }
     }
-#endif
     lua_pushglobaltable(L);
     g = lua_gettop(L);
 
@@ -721,12 +701,12 @@ static int build_env(lua_State *L)
     lua_setfield(L, g, "dofile");
     lua_pushnil(L);
     lua_setfield(L, g, "loadfile");
-#if !defined(MUTATE_STRING_DUMP)
-    lua_getfield(L, g, LUA_STRLIBNAME);     /* also the string metatable's __index */
-    lua_pushnil(L);
-    lua_setfield(L, -2, "dump");
-    lua_pop(L, 1);
-#endif
+    if (!MUTANT(STRING_DUMP)) {
+        lua_getfield(L, g, LUA_STRLIBNAME); /* also the string metatable's __index */
+        lua_pushnil(L);
+        lua_setfield(L, -2, "dump");
+        lua_pop(L, 1);
+    }
 
     /* The string metatable stays as stock Lua has it: getmetatable("")
      * returns it and a chunk may change it.  Each worker is its own process
@@ -735,9 +715,8 @@ static int build_env(lua_State *L)
 
     /* the library's charges (charge.h), then the replacements
      * (luaenv_lib.c), some of which wrap charged functions */
-#if !defined(MUTATE_LIB_CHARGES)
-    charge_open(L, &luaenv_from(L)->charge);
-#endif
+    if (!MUTANT(LIB_CHARGES))
+        charge_open(L, &luaenv_from(L)->charge);
     lua_pushvalue(L, g);
     luaenv_openlib(L);
     lua_pop(L, 1);

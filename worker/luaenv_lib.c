@@ -5,13 +5,14 @@
  * (pcall, xpcall, coroutine.resume/wrap, load) passes what it caught through
  * luaenv_catch() and rethrows while a fatal limit is set.
  *
- * `#if defined(MUTATE_...)` blocks are test-only: tests/mutation/run builds
- * with -DMUTATE_<NAME>=1 to switch one hardening piece off and checks that
- * some test fails.  Without those flags they change nothing.
+ * The MUTANT(...) branches are the mutation check's (proto/mutant.h): each
+ * switches one hardening piece off in a test build, and is constant false
+ * in every other.
  */
 #include "worker/luaenv.h"
 
 #include "worker/charge.h"
+#include "proto/mutant.h"
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -50,12 +51,9 @@ static int finish_pcall(lua_State *L, int status, lua_KContext extra)
 {
     if (status != LUA_OK && status != LUA_YIELD) {
         luaenv_charge_unwind(L);
-#if defined(MUTATE_PCALL_RETHROW)
-        (void)luaenv_catch(L, status);  /* mutant: pcall/xpcall swallow a fatal limit */
-#else
-        if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL)
+        /* (the mutant: pcall/xpcall swallow a fatal limit) */
+        if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL && !MUTANT(PCALL_RETHROW))
             return luaenv_rethrow(L);
-#endif
         lua_pushboolean(L, 0);
         lua_pushvalue(L, -2);
         return 2;
@@ -78,10 +76,8 @@ static int sb_pcall(lua_State *L)
  * fatal error, so it cannot run code after a limit was hit. */
 static int xpcall_handler(lua_State *L)
 {
-#if !defined(MUTATE_XPCALL_HANDLER)
-    if (luaenv_is_fatal_error(L, 1))
+    if (!MUTANT(XPCALL_HANDLER) && luaenv_is_fatal_error(L, 1))
         return 1;
-#endif
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
     lua_call(L, lua_gettop(L) - 1, 1);
@@ -112,9 +108,8 @@ static int resume(lua_State *L, lua_State *co, int narg)
     int status, nres;
 
     if (!lua_checkstack(co, narg)) {
-#if !defined(MUTATE_RESUME_CHECK)
-        luaenv_check(L);            /* the growth may have been refused */
-#endif
+        if (!MUTANT(RESUME_CHECK))
+            luaenv_check(L);        /* the growth may have been refused */
         lua_pushliteral(L, "too many arguments to resume");
         return -1;
     }
@@ -129,9 +124,8 @@ static int resume(lua_State *L, lua_State *co, int narg)
         nres = lua_gettop(co);
         if (!lua_checkstack(L, nres + 1)) {
             lua_pop(co, nres);
-#if !defined(MUTATE_RESUME_CHECK)
-            luaenv_check(L);
-#endif
+            if (!MUTANT(RESUME_CHECK))
+                luaenv_check(L);
             lua_pushliteral(L, "too many results to resume");
             return -1;
         }
@@ -139,12 +133,9 @@ static int resume(lua_State *L, lua_State *co, int narg)
         return nres;
     }
     lua_xmove(co, L, 1);
-#if defined(MUTATE_RESUME_RETHROW)
-    (void)luaenv_catch(L, status);      /* mutant: resume/wrap swallow a fatal limit */
-#else
-    if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL)
+    /* (the mutant: resume/wrap swallow a fatal limit) */
+    if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL && !MUTANT(RESUME_RETHROW))
         luaenv_rethrow(L);
-#endif
     return -1;
 }
 
@@ -272,11 +263,10 @@ static int sb_load(lua_State *L)
     int status;
 
     a.s = lua_tolstring(L, 1, &a.len);
-#if defined(MUTATE_BYTECODE)
-    a.mode = luaL_optstring(L, 3, "bt");    /* mutant: binary chunks accepted */
-#else
-    a.mode = "t";
-#endif
+    if (MUTANT(BYTECODE))
+        a.mode = luaL_optstring(L, 3, "bt");    /* mutant: binary chunks accepted */
+    else
+        a.mode = "t";
     if (a.s != NULL) {
         luaenv_charge(L, charge_source(a.len));     /* the lexer reads every byte */
         a.name = luaL_optstring(L, 2, a.s);
@@ -285,21 +275,21 @@ static int sb_load(lua_State *L)
         a.rd.cap = luaenv_string_cap(luaenv_from(L));
         luaL_checktype(L, 1, LUA_TFUNCTION);
     }
-#if defined(MUTATE_LOAD_BOUNDARY)
-    lua_pushvalue(L, 1);                /* mutant: lua_load under the caller's handler */
-    lua_pushlightuserdata(L, &a);
-    lua_pushcfunction(L, load_protected);
-    lua_insert(L, -3);
-    lua_call(L, 2, 1);
-    status = a.status;
-#else
-    lua_pushcfunction(L, load_protected);
-    lua_pushvalue(L, 1);
-    lua_pushlightuserdata(L, &a);
-    status = lua_pcall(L, 2, 1, 0);
-    if (status == LUA_OK)
+    if (MUTANT(LOAD_BOUNDARY)) {
+        lua_pushvalue(L, 1);            /* mutant: lua_load under the caller's handler */
+        lua_pushlightuserdata(L, &a);
+        lua_pushcfunction(L, load_protected);
+        lua_insert(L, -3);
+        lua_call(L, 2, 1);
         status = a.status;
-#endif
+    } else {
+        lua_pushcfunction(L, load_protected);
+        lua_pushvalue(L, 1);
+        lua_pushlightuserdata(L, &a);
+        status = lua_pcall(L, 2, 1, 0);
+        if (status == LUA_OK)
+            status = a.status;
+    }
     if (status == LUA_OK) {
         if (env != 0) {
             lua_pushvalue(L, env);
@@ -309,12 +299,9 @@ static int sb_load(lua_State *L)
         return 1;
     }
     luaenv_charge_unwind(L);
-#if defined(MUTATE_LOAD_RETHROW)
-    (void)luaenv_catch(L, status);      /* mutant: a load reader swallows a fatal limit */
-#else
-    if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL)
+    /* (the mutant: a load reader swallows a fatal limit) */
+    if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL && !MUTANT(LOAD_RETHROW))
         return luaenv_rethrow(L);
-#endif
     lua_pushnil(L);
     lua_insert(L, -2);
     return 2;
@@ -330,13 +317,11 @@ static int sb_setmetatable(lua_State *L)
     luaL_argcheck(L, t == LUA_TNIL || t == LUA_TTABLE, 2, "nil or table expected");
     /* Only a __gc present now marks the object for finalization (5.3), and
      * finalizers run with hooks off: refuse it. */
-#if !defined(MUTATE_GC_REFUSAL)
-    if (t == LUA_TTABLE) {
+    if (!MUTANT(GC_REFUSAL) && t == LUA_TTABLE) {
         lua_pushliteral(L, "__gc");
         if (lua_rawget(L, 2) != LUA_TNIL)
             return luaL_error(L, "__gc metamethods are not allowed");
     }
-#endif
     lua_settop(L, 2);
     if (luaL_getmetafield(L, 1, "__metatable") != LUA_TNIL)
         return luaL_error(L, "cannot change a protected metatable");
@@ -465,9 +450,8 @@ static int sb_rep(lua_State *L)
     lua_Integer count;
     int host;
 
-#if defined(MUTATE_REP_CONCAT)
-    return call_original(L);            /* mutant: no size pre-check, no "" shortcut */
-#endif
+    if (MUTANT(REP_CONCAT))
+        return call_original(L);        /* mutant: no size pre-check, no "" shortcut */
     luaL_checklstring(L, 1, &l);
     count = luaL_checkinteger(L, 2);
     luaL_optlstring(L, 3, "", &lsep);
@@ -485,12 +469,10 @@ static int sb_rep(lua_State *L)
     if (lsep > 0 && n - 1 > (cap - total) / lsep)
         return too_large(L);
     total += lsep * (n - 1);
-#if defined(MUTATE_CAP_BUILD)
-    if (1) {                    /* mutant: the stock buffer at any size */
+    if (MUTANT(CAP_BUILD)) {            /* mutant: the stock buffer at any size */
         make_room(L, total * 2);
         return call_original(L);
     }
-#endif
     if (total < REP_DIRECT) {
         make_room(L, total * 2);    /* the buffer, then the string */
         return rep_small(L, n, l, lsep, total);
@@ -517,9 +499,8 @@ static int sb_concat(lua_State *L)
 
     /* A plain table can be measured raw; with a metatable (__index, __len)
      * the allocator's string cap is the guard. */
-#if defined(MUTATE_REP_CONCAT)
-    return call_original(L);            /* mutant: no size pre-check */
-#endif
+    if (MUTANT(REP_CONCAT))
+        return call_original(L);        /* mutant: no size pre-check */
     if (lua_type(L, 1) != LUA_TTABLE)
         return call_original(L);
     if (lua_getmetatable(L, 1)) {
@@ -547,9 +528,8 @@ static int sb_concat(lua_State *L)
             return too_large(L);
         total += lsep;
     }
-#if defined(MUTATE_CAP_BUILD)
-    complete = 0;               /* mutant: the stock buffer at any size */
-#endif
+    if (MUTANT(CAP_BUILD))
+        complete = 0;                   /* mutant: the stock buffer at any size */
     if (!complete || (first <= last && last - first >= CONCAT_DIRECT)) {
         make_room(L, total * 2);
         return call_original(L);
@@ -602,16 +582,16 @@ int luaenv_openlib(lua_State *L)
     };
     int g = lua_gettop(L);
 
-#if defined(MUTATE_COLLECTGARBAGE)
-    lua_getfield(L, g, "collectgarbage");   /* mutant: the stock function, every option */
-    lua_pushvalue(L, g);
-    luaL_setfuncs(L, base, 0);
-    lua_pushvalue(L, -2);
-    lua_setfield(L, -2, "collectgarbage");
-    lua_pop(L, 2);
-#else
-    luaL_setfuncs(L, base, 0);
-#endif
+    if (MUTANT(COLLECTGARBAGE)) {
+        lua_getfield(L, g, "collectgarbage");   /* mutant: the stock function, every option */
+        lua_pushvalue(L, g);
+        luaL_setfuncs(L, base, 0);
+        lua_pushvalue(L, -2);
+        lua_setfield(L, -2, "collectgarbage");
+        lua_pop(L, 2);
+    } else {
+        luaL_setfuncs(L, base, 0);
+    }
 
     lua_getfield(L, g, LUA_COLIBNAME);
     lua_pushcfunction(L, sb_create);

@@ -37,6 +37,7 @@
 #include "proto/chan.h"
 #include "proto/jsonbig.h"
 #include "proto/jsonpass.h"
+#include "proto/mutant.h"
 #include "proto/utf8.h"
 
 #define JOB_MAX_BYTES       CHAN_JOB_MAX
@@ -70,9 +71,6 @@ struct job {
     int            have_tb;
     size_t         tb_len;
     char           tb[TEXT_MAX + 1];
-#if defined(MUTATE_TRACEBACK_BOUND)
-    lua_Debug      ar;
-#endif
 };
 
 static uint64_t cpu_us(void)
@@ -129,11 +127,11 @@ static const char *error_text(lua_State *L, int idx, size_t *len)
     int t = lua_type(L, idx);
 
     idx = lua_absindex(L, idx);
-#if defined(MUTATE_TOLSTRING_ERRORS)
-    luaL_tolstring(L, idx, NULL);       /* mutant: __tostring runs in the host */
-    lua_replace(L, idx);
-    return lua_tolstring(L, idx, len);
-#endif
+    if (MUTANT(TOLSTRING_ERRORS)) {
+        luaL_tolstring(L, idx, NULL);   /* mutant: __tostring runs in the host */
+        lua_replace(L, idx);
+        return lua_tolstring(L, idx, len);
+    }
     if (t == LUA_TSTRING || t == LUA_TNUMBER)
         return lua_tolstring(L, idx, len);
     lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, idx));
@@ -358,9 +356,8 @@ static int msgh(lua_State *L)
 
     if (luaenv_is_fatal_error(L, 1))
         return 1;           /* classified by the flag; nothing to build */
-#if defined(MUTATE_TRACEBACK_BOUND)
-    {                       /* mutant: the stock traceback with the limits lifted */
-        (void)record_traceback;
+    if (MUTANT(TRACEBACK_BOUND)) {      /* mutant: the stock traceback with the limits lifted */
+        lua_Debug ar;
         size_t len;
         const char *tb;
         luaenv_finish(job->env);
@@ -369,13 +366,12 @@ static int msgh(lua_State *L)
         job->tb_len = len < sizeof job->tb - 1 ? len : sizeof job->tb - 1;
         memcpy(job->tb, tb, job->tb_len);
         lua_pop(L, 1);
-        for (len = 1; job->line == 0 && lua_getstack(L, (int)len, &job->ar); len++)
-            if (lua_getinfo(L, "Sl", &job->ar) && strcmp(job->ar.source, "=input") == 0)
-                job->line = job->ar.currentline;
+        for (len = 1; job->line == 0 && lua_getstack(L, (int)len, &ar); len++)
+            if (lua_getinfo(L, "Sl", &ar) && strcmp(ar.source, "=input") == 0)
+                job->line = ar.currentline;
+    } else {
+        record_traceback(job, L);
     }
-#else
-    record_traceback(job, L);
-#endif
     job->tb[job->tb_len] = '\0';
     job->have_tb = 1;
     return 1;
@@ -692,13 +688,12 @@ static void apply_rlimits(struct job *job, json_t *limits)
             (void)setrlimit(RLIMIT_AS, &r);
         }
         r.rlim_max = RLIM_INFINITY;
-#if !defined(MUTATE_SESSION_CPU_BASE)
-        r.rlim_cur = json_is_integer(cpu) && json_integer_value(cpu) > 0 ?
-                     (rlim_t)(cpu_us() / 1000000u) + (rlim_t)json_integer_value(cpu) : RLIM_INFINITY;
-#else
-        r.rlim_cur = json_is_integer(cpu) && json_integer_value(cpu) > 0 ?
-                     (rlim_t)json_integer_value(cpu) : RLIM_INFINITY;  /* mutant: absolute */
-#endif
+        r.rlim_cur = RLIM_INFINITY;
+        if (json_is_integer(cpu) && json_integer_value(cpu) > 0) {
+            r.rlim_cur = (rlim_t)json_integer_value(cpu);
+            if (!MUTANT(SESSION_CPU_BASE))  /* the mutant: counted from 0, not from now */
+                r.rlim_cur += (rlim_t)(cpu_us() / 1000000u);
+        }
         (void)setrlimit(RLIMIT_CPU, &r);
         return;
     }
@@ -739,13 +734,10 @@ static void apply_limits(struct job *job, int first)
                    (unsigned)limit_of(limits, "max_parallel_calls", 1),
                    (unsigned)limit_of(limits, "tool_spin_us", 0));
         look_init(&job->chunks, (unsigned)limit_of(limits, "tool_spin_us", 0));
-    }
-#if !defined(MUTATE_SPIN_CHUNK)
-    else {
+    } else if (!MUTANT(SPIN_CHUNK)) {
         calls_set_spin(&job->calls, (unsigned)limit_of(limits, "tool_spin_us", 0));
         look_bound(&job->chunks, (long long)limit_of(limits, "tool_spin_us", 0));
     }
-#endif
     job->cpu_start = cpu_us();
     luaenv_apply(job->env, &lim);
 }
