@@ -34,6 +34,7 @@
 #include <sys/un.h>
 
 #include "proto/chan.h"
+#include "proto/mutant.h"
 
 /* Longest message handed to the error callback; lines are short (inih). */
 #define MSG_MAX 512
@@ -422,9 +423,8 @@ static int parse_mode(mode_t *field, const char *s, char *why, size_t whylen)
  * (key_spec, limit_key) make a value the daemon cannot serve an error. */
 static int in_range(uint64_t n, uint64_t min, uint64_t max, char *why, size_t whylen)
 {
-#if defined(MUTATE_CONFIG_RANGE)
-    max = UINT64_MAX;                   /* mutant: only the type's bound */
-#endif
+    if (MUTANT(CONFIG_RANGE))
+        max = UINT64_MAX;               /* mutant: only the type's bound */
     if (n >= min && n <= max)
         return 1;
     if (max == SIZE_MAX || max == UINT64_MAX)
@@ -795,13 +795,11 @@ size_t config_answer_max(const struct config *c)
     uint64_t out = c->ceilings.max_output_bytes;
     size_t n = sat_add((size_t)1 << 20, c->max_message_bytes);
 
-#if !defined(MUTATE_STREAM_RESERVE)
     /* the output twice: with stream_output it goes out in execution/output
-     * notifications and again in the answer's output */
-    n = sat_add(n, out > UINT64_MAX / 12 ? UINT64_MAX : out * 12);
-#else
-    n = sat_add(n, out > UINT64_MAX / 6 ? UINT64_MAX : out * 6);  /* mutant: once */
-#endif
+     * notifications and again in the answer's output (the mutant: once) */
+    unsigned times = MUTANT(STREAM_RESERVE) ? 6 : 12;
+
+    n = sat_add(n, out > UINT64_MAX / times ? UINT64_MAX : out * times);
     n = sat_add(n, c->ceilings.max_bindings_bytes);
     return sat_add(n, c->ceilings.max_bindings_bytes);
 }

@@ -13,6 +13,7 @@
 
 #include "policy/seccomp.h"
 #include "proto/chan.h"
+#include "proto/mutant.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -105,9 +106,8 @@ static int arrange_fds(int chan_fd, int devnull)
         if (fd != devnull && dup2(devnull, fd) < 0)
             return -1;
     }
-#if defined(MUTATE_NO_CLOSE_FDS)
-    return 0;       /* test-only mutant (tests/mutation): fds left open */
-#endif
+    if (MUTANT(NO_CLOSE_FDS))
+        return 0;                       /* mutant: fds left open */
     return close_from(WORKER_CHAN_FD + 1);
 }
 
@@ -266,9 +266,8 @@ int contain_userns_confine(const struct contain_opts *opts)
         errno = EINVAL;
         return -1;
     }
-#if defined(MUTATE_USERNS_CONFINE)
-    return 0;       /* test-only mutant (tests/mutation): no chroot, caps kept */
-#endif
+    if (MUTANT(USERNS_CONFINE))
+        return 0;                       /* mutant: no chroot, caps kept */
     if (chroot(opts->chroot_dir) < 0 || chdir("/") < 0)
         return -1;
     return drop_capabilities();
@@ -398,15 +397,12 @@ int contain_worker(int chan_fd, const struct contain_opts *opts)
     /* A change of uid/gid (or of capabilities beyond a subset) clears the
      * parent-death signal (prctl(2)): set it again now that the ids are
      * final, and check once more that the supervisor is still the parent. */
-#if !defined(MUTATE_PDEATHSIG_REARM)
-    if (contain_die_with(opts->supervisor) < 0)
+    if (!MUTANT(PDEATHSIG_REARM) && contain_die_with(opts->supervisor) < 0)
         return -1;
-#endif
     if (set_process_flags() < 0)                            /* 7 */
         return -1;
-#if defined(MUTATE_NO_SECCOMP)
-    return 0;       /* test-only mutant (tests/mutation): no filter */
-#endif
+    if (MUTANT(NO_SECCOMP))
+        return 0;                       /* mutant: no filter */
     if (!opts->no_seccomp && (install_sigsys_report() < 0 ||  /* 8 */
                               seccomp_policy_install(opts->filter) < 0))
         return -1;

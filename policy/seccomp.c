@@ -81,6 +81,7 @@
  * madvise NOHUGEPAGE/DONTDUMP, sigaltstack query); see sanitizer_rules().
  */
 #include "policy/seccomp.h"
+#include "proto/mutant.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -151,11 +152,10 @@ static int channel_rules(scmp_filter_ctx ctx, int chan_fd)
     /* output, tool calls, the end frame */
     TRY(allow1(ctx, SCMP_SYS(write), SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)chan_fd)));
     /* a look at the channel before a wait: one descriptor, no wait */
-#if !defined(MUTATE_POLL_NOWAIT)
-    TRY(allow2(ctx, SCMP_SYS(poll), SCMP_A1(SCMP_CMP_EQ, 1), SCMP_A2(SCMP_CMP_EQ, 0)));
-#else
-    TRY(allow1(ctx, SCMP_SYS(poll), SCMP_A1(SCMP_CMP_EQ, 1)));    /* mutant: may wait */
-#endif
+    if (MUTANT(POLL_NOWAIT))
+        TRY(allow1(ctx, SCMP_SYS(poll), SCMP_A1(SCMP_CMP_EQ, 1)));    /* mutant: may wait */
+    else
+        TRY(allow2(ctx, SCMP_SYS(poll), SCMP_A1(SCMP_CMP_EQ, 1), SCMP_A2(SCMP_CMP_EQ, 0)));
     return 0;
 }
 

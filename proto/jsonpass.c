@@ -29,6 +29,7 @@
 #include "proto/jsonpass.h"
 
 #include "proto/ascii.h"
+#include "proto/mutant.h"
 #include "proto/utf8.h"
 
 #include <stdint.h>
@@ -195,10 +196,8 @@ static int string_ok(const char *p, size_t n)
         if (c >= 0x80) {                        /* a run of multi-byte sequences */
             for (j = i; j < n && (unsigned char)p[j] >= 0x80; j++)
                 ;
-#if !defined(MUTATE_STRING_UTF8)
-            if (!utf8_valid(p + i, j - i))
+            if (!MUTANT(STRING_UTF8) && !utf8_valid(p + i, j - i))
                 return -1;
-#endif
             i = j;
         } else if (c < 0x20 || c == '"') {
             return -1;                          /* a quote ends the string early */
@@ -293,9 +292,8 @@ static int check(const char *p, size_t len, size_t outside, int md, size_t chunk
 {
     if (outside + (size_t)md > JP_MAX_DEPTH)
         return -1;
-#if defined(MUTATE_PASS_WALK)
-    chunk = SIZE_MAX;                   /* mutant: jansson builds the whole */
-#endif
+    if (MUTANT(PASS_WALK))
+        chunk = SIZE_MAX;               /* mutant: jansson builds the whole */
     if (len > chunk && p[0] == '"')
         return string_ok(p, len);
     if (len <= chunk || (p[0] != '[' && p[0] != '{'))

@@ -6,6 +6,7 @@
  * applies is listed in the comments of classify() and its helpers.
  */
 #include "proto/jsonrpc.h"
+#include "proto/mutant.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -26,10 +27,8 @@ static int id_usable(const json_t *id)
 
 int rpc_string_is(const json_t *s, const char *text, size_t n)
 {
-#if defined(MUTATE_ID_EXACT)
-    (void)n;
-    return json_is_string(s) && strcmp(json_string_value(s), text) == 0; /* mutant: C strings */
-#endif
+    if (MUTANT(ID_EXACT))               /* mutant: compared as C strings */
+        return json_is_string(s) && strcmp(json_string_value(s), text) == 0;
     return json_is_string(s) && json_string_length(s) == n
         && memcmp(json_string_value(s), text, n) == 0;
 }
@@ -167,11 +166,6 @@ size_t rpc_tree_budget(size_t len)
 #define RPC_CONTAINER_MIN 64
 #define RPC_NUMBER_MIN    24
 #define RPC_STRING_MIN    33
-#if !defined(MUTATE_DENSE_EARLY)
-#define DENSE_EARLY 1
-#else
-#define DENSE_EARLY 0       /* mutant: built up to the budget first */
-#endif
 
 static int is_blank(char c)
 {
@@ -204,10 +198,8 @@ static size_t tree_floor(const char *s, size_t n)
         } else {
             continue;
         }
-#if defined(MUTATE_DENSE_SCALARS)
-        if (c != '[' && c != '{')
+        if (MUTANT(DENSE_SCALARS) && c != '[' && c != '{')
             add = 0;                    /* mutant: only containers count */
-#endif
         k = add > SIZE_MAX - k ? SIZE_MAX : k + add;
     }
     return k;
@@ -220,8 +212,9 @@ json_t *rpc_loadb_budget(const char *buf, size_t len, size_t flags, json_error_t
     json_t *v;
 
     /* A large text that cannot fit is refused before jansson builds up to
-     * the whole budget of it: the supervisor's peak stays near the text. */
-    if (DENSE_EARLY && len > RPC_PASS_MIN && tree_floor(buf, len) > *budget) {
+     * the whole budget of it: the supervisor's peak stays near the text.
+     * (The mutant builds up to the budget first.) */
+    if (!MUTANT(DENSE_EARLY) && len > RPC_PASS_MIN && tree_floor(buf, len) > *budget) {
         *too_dense = 1;
         if (err)
             snprintf(err->text, sizeof err->text, "out of memory");
@@ -232,9 +225,8 @@ json_t *rpc_loadb_budget(const char *buf, size_t len, size_t flags, json_error_t
         installed = 1;
     }
     budget_left = *budget;
-#if !defined(MUTATE_TREE_BUDGET)
-    budget_on = 1;
-#endif
+    if (!MUTANT(TREE_BUDGET))
+        budget_on = 1;
     budget_hit = 0;
     v = json_loadb(buf, len, flags, err);
     budget_on = 0;
@@ -365,12 +357,7 @@ void rpc_parse(const char *line, size_t len, struct rpc_msg *msg)
     int dense;
 
     memset(msg, 0, sizeof *msg);
-#if defined(MUTATE_PASS_THROUGH)
-    if (0)                              /* mutant: every line becomes a tree */
-#else
-    if (len > RPC_PASS_MIN)
-#endif
-    {
+    if (!MUTANT(PASS_THROUGH) && len > RPC_PASS_MIN) {  /* the mutant: every line a tree */
         parse_large(line, len, msg);
         return;
     }
