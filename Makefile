@@ -247,18 +247,20 @@ TEST_STAGES := \
   'bench smoke|build|$(MAKE) -C bench O=$(CURDIR)/build smoke' \
   'fuzz, 10 s a target|build/fuzz|FUZZ_JOBS=2 tests/fuzz/run.sh 10' \
   'precision|build|$(MAKE) O=build test-precision' \
-  'tooling|build|$(MAKE) O=build test-tooling'
+  'tooling, README|build|$(MAKE) O=build test-tooling'
 test: deps
 	+@scripts/test-run --summary build/test-summary.txt $(TEST_STAGES)
 
-# The tests of make test's own machinery (tests/tooling), the bench smoke
-# run where bubblewrap cannot run among them.
+# The tests of make test's own machinery (tests/tooling: its runner,
+# scripts/npm-ci's messages, the bench smoke where bubblewrap cannot run,
+# suites in a terminal) and of every command and example in the README,
+# run against the real daemon (tests/readme).
 .PHONY: test-tooling
 test-tooling: all
 	$(MAKE) -C bench loadgen inproc
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(O)/sandboxctl \
 	SANDBOXD_SANITIZE=$(SANITIZE) /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-	tests/tooling
+	tests/tooling tests/readme
 
 # The Elixir client and Legion adapter (client/elixir) against the daemon in
 # $(O): ExUnit, offline (the mix project has no dependencies, so no Hex).  A
