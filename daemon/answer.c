@@ -269,7 +269,7 @@ int answer_error_frame_ok(const json_t *frame)
 
 /* The names of raw bindings (validated JSON): the first member of each
  * [name, value] pair.  Only the shape is checked here; the typed encoding
- * is checked when the bindings come back (methods.c, the worker). */
+ * is checked when the bindings come back (params.c, the worker). */
 static json_t *raw_binding_names(struct jp_span b)
 {
     json_t *names = json_array(), *name;

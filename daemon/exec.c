@@ -198,7 +198,7 @@ static void cpu_cb(struct ev_loop *loop, ev_timer *t, int revents)
 
 /* The job's limits.tool_spin_us, taken when it is sent: by then w counts
  * as busy, as it does for every TOOL_RESULT (spin_hint).  The value the
- * request put there (methods.c) left w out, so a job for the last free CPU
+ * request put there (params.c) left w out, so a job for the last free CPU
  * would have looked at its channel for its first answer. */
 static void job_spin_hint(const struct sup *s, json_t *job)
 {

@@ -1,8 +1,8 @@
 /*
- * methods.c - the JSON-RPC methods a client may call, and their parameter
- * checks.  Everything here runs in the supervisor and never touches Lua:
- * code is only measured, never parsed (check and execute both go to a
- * worker).  See methods.h.
+ * methods.c - the dispatch of the JSON-RPC methods a client may call, and
+ * the methods answered at once (binding_names, describe, metrics, ...).
+ * The params of execute, check and session/open are params.c's, the
+ * session methods session.c's.  See methods.h.
  */
 #include "daemon/methods.h"
 
@@ -17,385 +17,27 @@
 #include "daemon/exec.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/params.h"
 #include "daemon/prompt.h"
 #include "daemon/sched.h"
+#include "daemon/session.h"
 #include "daemon/sup.h"
 #include "daemon/wproc.h"
 #include "proto/bindings.h"
 #include "proto/jsonrpc.h"
-#include "proto/tools.h"
 
-/* Slack for RLIMIT_AS above max_heap: the process image, jansson buffers for
- * the job and the result, allocator fragmentation.  Lua's own cap always
- * fires first; the kernel limit is the backstop for bugs in C. */
-#define AS_SLACK (512ull * 1024 * 1024)
-
-/* Limits as the worker sees them: integers, null for infinity.  rlimit_as
- * and rlimit_cpu (seconds) are the kernel backstops the worker sets on
- * itself: SIGXCPU a second after the supervisor's own CPU check. */
-static json_t *job_limits(const struct sup *s, const struct limits *l)
-{
-    json_t *as = json_null(), *cpu = json_null();
-
-    if (!SANDBOXD_SANITIZE && l->max_heap != LIMIT_INF && l->max_heap < UINT64_MAX / 2)
-        as = json_integer((json_int_t)(l->max_heap + AS_SLACK));
-    if (l->cpu_ms != LIMIT_INF)
-        cpu = json_integer((json_int_t)(l->cpu_ms / 1000 + 2));
-    return json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:o,s:o}",
-                     "max_heap", l->max_heap == LIMIT_INF ? json_null() :
-                                 json_integer((json_int_t)l->max_heap),
-                     "max_reductions", l->max_reductions == LIMIT_INF ? json_null() :
-                                       json_integer((json_int_t)l->max_reductions),
-                     "max_output_bytes", (json_int_t)l->max_output_bytes,
-                     "max_bindings_bytes", (json_int_t)l->max_bindings_bytes,
-                     "max_result_bytes", (json_int_t)s->cfg.max_message_bytes,
-                     "max_parallel_calls", (json_int_t)s->cfg.max_parallel_calls,
-                     "tool_spin_us", (json_int_t)sched_spin_hint(s),
-                     "rlimit_as", as, "rlimit_cpu", cpu);
-}
-
-/* ------------------------------------------------------------------ */
-/* sessions (docs/protocol.md §3.8)                                       */
-
-#define MAX_IDLE_TIMEOUT_MS 86400000    /* a day */
-
-/* params.session of a request: the open session of this connection it
- * names.  NULL after answering session_not_found / invalid_params. */
-static struct exec *find_session(struct conn *c, const struct rpc_msg *m)
-{
-    const json_t *sid = json_object_get(m->params, "session");
-    struct exec *e;
-
-    if (!json_is_string(sid) || json_string_length(sid) > RPC_ID_MAX) {
-        conn_send_error(c, m->id, "invalid_params", NULL,
-                        "params.session must be a string of at most %d bytes", RPC_ID_MAX);
-        return NULL;
-    }
-    if (!(e = exec_session_find(c, sid))) {
-        conn_send_error(c, m->id, "session_not_found", NULL,
-                        "no open session of this connection is called '%.64s'",
-                        json_string_value(sid));
-        return NULL;
-    }
-    return e;
-}
-
-/* Hand a job to an idle session; busy while it runs another. */
-static void session_job(struct conn *c, const struct rpc_msg *m, struct exec *e, json_t *job,
-                        const struct limits *lim, int stream, int return_bindings, int snapshot)
-{
-    struct exec_evdata d = { .json = job, .id = m->id, .lim = lim, .stream = stream,
-                             .return_bindings = return_bindings, .snapshot = snapshot };
-
-    if (e->state != ST_IDLE) {
-        json_decref(job);
-        conn_send_error(c, m->id, "busy", NULL, "the session is %s",
-                        e->sjob == SJ_OPEN ? "still opening" : "running another chunk");
-        return;
-    }
-    if (!job) {
-        conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
-        return;
-    }
-    exec_event(e, XE_CHUNK, &d);
-    json_decref(job);
-}
-
-/* execute with params.session: one chunk in that session's Lua state. */
-static void m_chunk(struct conn *c, const struct rpc_msg *m, const json_t *code)
-{
-    struct sup *s = c->sup;
-    const json_t *p = m->params, *v;
-    const json_t *stream = json_object_get(p, "stream_output");
-    const json_t *rb = json_object_get(p, "return_bindings");
-    struct limits lim;
-    struct exec *e;
-    char err[256];
-    int rc;
-
-    if (((v = json_object_get(p, "tools")) && !json_is_null(v)) ||
-        ((v = json_object_get(p, "bindings")) && !json_is_null(v))) {
-        conn_send_error(c, m->id, "invalid_params", NULL,
-                        "a session chunk takes no tools or bindings: the session has them");
-        return;
-    }
-    if ((stream && !json_is_boolean(stream) && !json_is_null(stream)) ||
-        (rb && !json_is_boolean(rb) && !json_is_null(rb))) {
-        conn_send_error(c, m->id, "invalid_params", NULL,
-                        "params.stream_output and params.return_bindings must be booleans");
-        return;
-    }
-    if (!(e = find_session(c, m)))
-        return;
-    /* the session's limits are this chunk's defaults and ceilings: narrow only */
-    if ((rc = limits_resolve(&e->slim, &e->slim, p, &lim, err, sizeof err)) != 0) {
-        conn_send_error(c, m->id, rc == ERANGE ? "limit_out_of_range" : "invalid_params", NULL,
-                        "%s (a chunk may only narrow its session's limits)", err);
-        return;
-    }
-    session_job(c, m, e, json_pack("{s:s,s:O,s:o,s:b}", "op", "chunk", "code", code,
-                                   "limits", job_limits(s, &lim),
-                                   "return_bindings", json_is_true(rb)),
-                &lim, json_is_true(stream), json_is_true(rb), 0);
-}
-
-/* How many sessions may be open: max_sessions, and never every one of
- * max_workers.  Each session holds a slot while idle, so sessions holding
- * them all would leave every execute and session/open queued, with no clock,
- * until one closes (idle_timeout_ms may be a day). */
-static unsigned session_cap(const struct sup *s)
-{
-    unsigned keep = s->cfg.max_workers > 0 ? s->cfg.max_workers - 1 : 0;
-
-#if defined(MUTATE_SESSION_SLOT)
-    keep = s->cfg.max_workers;          /* mutant: sessions may hold every slot */
-#endif
-    return s->cfg.max_sessions < keep ? s->cfg.max_sessions : keep;
-}
-
-/* Sessions this connection holds (open, opening or closing: as counted in
- * n_sessions until their worker is gone). */
-static unsigned conn_sessions(const struct conn *c)
-{
-    const struct list_head *pos;
-    unsigned n = 0;
-
-    for (pos = c->execs.next; pos != &c->execs; pos = pos->next)
-        if (list_entry(pos, struct exec, conn_node)->op == OP_SESSION)
-            n++;
-    return n;
-}
-
-/* One connection's share of max_sessions: without it, one client could
- * open every session with a day's idle timeout, and every other client's
- * session/open would be busy for that day. */
-static unsigned session_share(const struct sup *s)
-{
-#if defined(MUTATE_SESSION_SHARE)
-    (void)s;
-    return UINT_MAX;                    /* mutant: one connection may take them all */
-#endif
-    return s->cfg.max_sessions_per_connection;
-}
-
-static void m_session_open(struct conn *c, const struct rpc_msg *m)
-{
-    struct sup *s = c->sup;
-    const json_t *p = m->params;
-    const json_t *bindings = json_object_get(p, "bindings");
-    const json_t *idle = json_object_get(p, "idle_timeout_ms");
-    json_t *tools, *index = NULL, *job;
-    struct limits lim;
-    char err[256];
-    int rc;
-    struct exec *e;
-
-    if (p && !json_is_object(p)) {
-        conn_send_error(c, m->id, "invalid_params", NULL, "params must be an object");
-        return;
-    }
-    if (idle && !json_is_null(idle) &&
-        (!json_is_integer(idle) || json_integer_value(idle) < 1 ||
-         json_integer_value(idle) > MAX_IDLE_TIMEOUT_MS)) {
-        conn_send_error(c, m->id, "invalid_params", NULL,
-                        "params.idle_timeout_ms must be an integer from 1 to %d",
-                        MAX_IDLE_TIMEOUT_MS);
-        return;
-    }
-    if (bindings && !json_is_null(bindings) && !json_is_array(bindings)) {
-        conn_send_error(c, m->id, "invalid_params", NULL,
-                        "params.bindings must be the array returned by an earlier execute");
-        return;
-    }
-    if (json_is_array(bindings) && json_array_size(bindings) > 0 && !m->raw_bindings.p) {
-        const char *berr = NULL;
-        json_t *names = bindings_names(bindings, &berr);
-        if (!names) {
-            conn_send_error(c, m->id, "invalid_params", NULL, "%s", berr ? berr : "malformed bindings");
-            return;
-        }
-        json_decref(names);
-    }
-    if ((rc = limits_resolve(&s->cfg.defaults, &s->cfg.ceilings, p, &lim, err, sizeof err)) != 0) {
-        conn_send_error(c, m->id, rc == ERANGE ? "limit_out_of_range" : "invalid_params", NULL,
-                        "%s", err);
-        return;
-    }
-    if (exec_find(c, m->id)) {
-        conn_send_error(c, m->id, "invalid_request", NULL,
-                        "a request with this id is still running on this connection");
-        return;
-    }
-    if (s->n_sessions >= session_cap(s)) {
-        conn_send_error(c, m->id, "busy", json_pack("{s:I}", "max_sessions",
-                        (json_int_t)session_cap(s)),
-                        "%u sessions are open (max_sessions %u, and one of max_workers %u is "
-                        "kept for executions)", s->n_sessions, s->cfg.max_sessions,
-                        s->cfg.max_workers);
-        return;
-    }
-    if (conn_sessions(c) >= session_share(s)) {
-        conn_send_error(c, m->id, "busy", json_pack("{s:I}", "max_sessions_per_connection",
-                        (json_int_t)s->cfg.max_sessions_per_connection),
-                        "this connection has %u sessions open (max_sessions_per_connection %u)",
-                        conn_sessions(c), s->cfg.max_sessions_per_connection);
-        return;
-    }
-    if (!(tools = tools_norm(json_object_get(p, "tools"), &index, err, sizeof err))) {
-        conn_send_error(c, m->id, "invalid_params", NULL, "%s", err);
-        return;
-    }
-    job = json_pack("{s:s,s:O,s:o,s:o}", "op", "session", "tools", tools,
-                    "bindings", json_is_array(bindings) ? json_incref((json_t *)bindings)
-                                                        : json_array(),
-                    "limits", job_limits(s, &lim));
-    json_decref(tools);
-    if (!job || !(e = exec_new(c, OP_SESSION, m->id, job, index, &lim))) {
-        conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
-        return;
-    }
-    if (m->raw_bindings.p && exec_set_job_bindings(e, m->raw_bindings) < 0) {
-        conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
-        exec_drop(e);
-        return;
-    }
-    e->idle_timeout = (double)(json_is_integer(idle) ? (unsigned)json_integer_value(idle)
-                                                     : s->cfg.session_idle_timeout_ms) / 1e3;
-    s->sessions_opened++;
-    sched_submit(e);
-}
-
-static void m_session_snapshot(struct conn *c, const struct rpc_msg *m)
-{
-    struct exec *e;
-
-    if (m->params && !json_is_object(m->params)) {
-        conn_send_error(c, m->id, "invalid_params", NULL, "params must be an object");
-        return;
-    }
-    if (exec_find(c, m->id)) {
-        conn_send_error(c, m->id, "invalid_request", NULL,
-                        "a request with this id is still running on this connection");
-        return;
-    }
-    if (!(e = find_session(c, m)))
-        return;
-    session_job(c, m, e, json_pack("{s:s,s:o}", "op", "snapshot", "limits",
-                                   job_limits(c->sup, &e->slim)),
-                &e->slim, 0, 1, 1);
-}
-
-static void m_session_close(struct conn *c, const struct rpc_msg *m)
-{
-    struct exec *e;
-    struct exec_evdata d = { .id = m->id };
-
-    if (m->params && !json_is_object(m->params)) {
-        conn_send_error(c, m->id, "invalid_params", NULL, "params must be an object");
-        return;
-    }
-    if (!(e = find_session(c, m)))
-        return;
-    exec_event(e, XE_CLOSE, &d);
-}
-
-/* execute and check share everything up to the job. */
+/* execute and check: one job in a fresh worker. */
 static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
 {
-    struct sup *s = c->sup;
-    const json_t *p = m->params;
-    const json_t *code = json_object_get(p, "code");
-    const json_t *bindings = json_object_get(p, "bindings");
-    const json_t *stream = json_object_get(p, "stream_output");
-    json_t *tools, *index = NULL, *job;
-    struct limits lim;
-    char err[256];
-    int rc;
+    struct req_params p;
     struct exec *e;
+    int rc = params_parse(c, m, op, &p);
 
-    if (p && !json_is_object(p)) {
-        conn_send_error(c, m->id, "invalid_params", NULL, "params must be an object");
+    if (rc == 1)
+        session_chunk(c, m, p.code);
+    if (rc != 0 || !(e = params_exec(c, m, op, &p)))
         return;
-    }
-    if (!json_is_string(code)) {
-        conn_send_error(c, m->id, "invalid_params", NULL, "params.code must be a string");
-        return;
-    }
-    if (json_string_length(code) > s->cfg.max_code_bytes) {
-        conn_send_error(c, m->id, "code_too_large", NULL,
-                        "code exceeds maximum size of %zu bytes", s->cfg.max_code_bytes);
-        return;
-    }
-    if (exec_find(c, m->id)) {
-        conn_send_error(c, m->id, "invalid_request", NULL,
-                        "a request with this id is still running on this connection");
-        return;
-    }
-    if (op == OP_EXECUTE && json_object_get(p, "session") &&
-        !json_is_null(json_object_get(p, "session"))) {
-        m_chunk(c, m, code);
-        return;
-    }
-    if (!(tools = tools_norm(json_object_get(p, "tools"), &index, err, sizeof err))) {
-        conn_send_error(c, m->id, "invalid_params", NULL, "%s", err);
-        return;
-    }
-    if (stream && !json_is_boolean(stream) && !json_is_null(stream)) {
-        json_decref(tools);
-        json_decref(index);
-        conn_send_error(c, m->id, "invalid_params", NULL, "params.stream_output must be a boolean");
-        return;
-    }
-    if (bindings && !json_is_null(bindings) && !json_is_array(bindings)) {
-        json_decref(tools);
-        json_decref(index);
-        conn_send_error(c, m->id, "invalid_params", NULL,
-                        "params.bindings must be the array returned by an earlier execute");
-        return;
-    }
-    /* Checked here, not only in the worker: valid bindings re-encode to at
-     * most their own size (no reals, canonical forms), so the job frame
-     * stays within what a worker reads. */
-    if (json_is_array(bindings) && json_array_size(bindings) > 0 && !m->raw_bindings.p) {
-        const char *berr = NULL;
-        json_t *names = bindings_names(bindings, &berr);
-        if (!names) {
-            json_decref(tools);
-            json_decref(index);
-            conn_send_error(c, m->id, "invalid_params", NULL, "%s", berr ? berr : "malformed bindings");
-            return;
-        }
-        json_decref(names);
-    }
-    if ((rc = limits_resolve(&s->cfg.defaults, &s->cfg.ceilings, p, &lim, err, sizeof err)) != 0) {
-        json_decref(tools);
-        json_decref(index);
-        conn_send_error(c, m->id, rc == ERANGE ? "limit_out_of_range" : "invalid_params", NULL,
-                        "%s", err);
-        return;
-    }
-    if (op == OP_CHECK)
-        job = json_pack("{s:s,s:O,s:o}", "op", "check", "code", code,
-                        "limits", job_limits(s, &lim));
-    else
-        job = json_pack("{s:s,s:O,s:O,s:o,s:o}", "op", "execute", "code", code,
-                        "tools", tools,
-                        "bindings", json_is_array(bindings) ? json_incref((json_t *)bindings)
-                                                            : json_array(),
-                        "limits", job_limits(s, &lim));
-    json_decref(tools);         /* the job holds its own reference */
-    if (!job || !(e = exec_new(c, op, m->id, job, index, &lim))) {
-        conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
-        return;
-    }
-    /* large bindings pass through as the client sent them (the worker
-     * validates them; they are not re-encoded, so they cannot grow) */
-    if (op == OP_EXECUTE && m->raw_bindings.p && exec_set_job_bindings(e, m->raw_bindings) < 0) {
-        conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
-        exec_drop(e);
-        return;
-    }
-    e->stream = op == OP_EXECUTE && json_is_true(stream);
+    e->stream = p.stream;
     sched_submit(e);
 }
 
@@ -637,18 +279,8 @@ void methods_request(struct conn *c, const struct rpc_msg *m)
         m_binding_names(c, m);
         return;
     }
-    if (strcmp(name, "session/open") == 0) {
-        m_session_open(c, m);
+    if (session_request(c, m))
         return;
-    }
-    if (strcmp(name, "session/snapshot") == 0) {
-        m_session_snapshot(c, m);
-        return;
-    }
-    if (strcmp(name, "session/close") == 0) {
-        m_session_close(c, m);
-        return;
-    }
     if (strcmp(name, "prompt_info") == 0)
         result = prompt_info_new(json_is_true(json_object_get(m->params, "session")));
     else if (strcmp(name, "ping") == 0)

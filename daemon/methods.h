@@ -9,8 +9,9 @@
  * session/open; execute with params.session, session/snapshot and
  * session/close, which go to the session's execution).
  * methods_notification() never answers; it knows `$/cancelRequest` and
- * ignores the rest.  Parameters are validated fully here, in the
- * supervisor, before any worker is involved; the code itself is only
+ * ignores the rest.  Parameters are validated fully in the supervisor,
+ * before any worker is involved (execute, check and session/open by
+ * params.h, the session methods by session.h); the code itself is only
  * measured (max_code_bytes), never parsed.
  */
 #ifndef SANDBOXD_METHODS_H

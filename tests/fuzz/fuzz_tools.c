@@ -98,11 +98,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     json_error_t je;
     json_t *in = json_loadb((const char *)data, size, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    json_t *copy, *out, *again, *index, *index2, *sentinel = json_object();
+    json_t *copy, *out, *again, *index, *index2, *sentinel;
     char err[256], small[5];
 
     if (in == NULL)
         return 0;
+    sentinel = json_object();
     copy = json_deep_copy(in);
     index = sentinel;
     memset(err, 'x', sizeof err);

@@ -1,0 +1,33 @@
+/* Runs in: supervisor */
+/*
+ * session.h - the session methods (docs/protocol.md §3.8): the requests
+ * that open a session, run a chunk or a snapshot in it, and close it.
+ *
+ * A session is one execution (OP_SESSION) from session/open until its
+ * worker is gone; its states and their changes are exec.c's, like every
+ * execution's (exec.h: ST_IDLE, XE_CHUNK, XE_IDLE, XE_CLOSE).  What is here
+ * is the client's side: the params of each request and the bounds on how
+ * many sessions may be open (max_sessions, never every one of
+ * max_workers; max_sessions_per_connection).
+ *
+ * Contract: like methods_request(), each function answers its request
+ * exactly once, now (every parameter error, session_not_found, busy) or
+ * later through the session's execution.
+ *  - session_request(): handles m when it is session/open, session/snapshot
+ *    or session/close and returns 1; returns 0, answering nothing, for any
+ *    other method.
+ *  - session_chunk(): an execute naming params.session, whose params.code
+ *    (borrowed) params_parse() has checked: one chunk in that session.
+ */
+#ifndef SANDBOXD_SESSION_H
+#define SANDBOXD_SESSION_H
+
+#include <jansson.h>
+
+struct conn;
+struct rpc_msg;
+
+int session_request(struct conn *c, const struct rpc_msg *m);
+void session_chunk(struct conn *c, const struct rpc_msg *m, const json_t *code);
+
+#endif
