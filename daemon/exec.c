@@ -6,7 +6,9 @@
  * exec_unexpected(), the one place that decides what an unexpected event
  * means (a worker's frame out of turn is a protocol violation that kills the
  * worker; anything else is logged and ignored or answered as internal_error).
- * The scheduler (sched.c) and the worker channel (wproc.c) feed events in.
+ * The scheduler (sched.c), the worker channel (wproc.c) and the timers
+ * (clocks.c) feed events in; what the client is told about each change
+ * (answers, stats, live output, the log line) is answer.c's.
  */
 #include "daemon/exec.h"
 
@@ -20,6 +22,7 @@
 #include <time.h>
 
 #include "daemon/answer.h"
+#include "daemon/clocks.h"
 #include "daemon/conn.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -90,19 +93,11 @@ static void exec_unlist(struct exec *e)
 /* ------------------------------------------------------------------ */
 /* moving between states                                               */
 
-static void exec_stop_timers(struct exec *e)
-{
-    ev_timer_stop(e->sup->loop, &e->idle_timer);
-    ev_timer_stop(e->sup->loop, &e->deadline);
-    ev_timer_stop(e->sup->loop, &e->cpu_timer);
-    ev_timer_stop(e->sup->loop, &e->stream_timer);
-}
-
 /* The client has its answer (or is gone): kill the worker if there is one
  * and wait for the reap; free at once otherwise. */
 static void exec_finish(struct exec *e)
 {
-    exec_stop_timers(e);
+    clocks_stop(e);
     e->n_pending = 0;
     if (e->w) {
         e->cpu_us_seen = answer_cpu_raw(e);
@@ -120,7 +115,7 @@ static void exec_free(struct exec *e)
 
     if (e->w)
         e->w->exec = NULL;
-    exec_stop_timers(e);
+    clocks_stop(e);
     if (e->op == OP_SESSION) {
         sup_count_down(&e->sup->n_sessions, "n_sessions");
         if (e->close_id && c) {     /* session/close: the worker is gone now */
@@ -144,56 +139,6 @@ static void exec_free(struct exec *e)
     free(e->output);
     free(e->pending);
     free(e);
-}
-
-static void deadline_cb(struct ev_loop *loop, ev_timer *t, int revents)
-{
-    struct exec *e = t->data;
-    (void)loop; (void)revents;
-    exec_event(e, XE_TIMEOUT, NULL);
-}
-
-/* The CPU budget is checked against the worker's CPU clock.  CPU time never
- * runs ahead of wall time, so the timer first fires after cpu_ms of wall
- * time and re-arms for whatever budget is left. */
-/* Between chunks a session's worker waits in read(2) for its next job and
- * uses no CPU; one that does is no longer running the worker's code.  The
- * idle clock is checked every IDLE_CPU_CHECK s; past IDLE_CPU_MAX_US since
- * the chunk ended (its teardown, a free of a large end frame, fits many
- * times over) the worker is killed as a protocol violation.  Without this,
- * nothing would bound its CPU until idle_timeout_ms: cpu_ms is per chunk,
- * and the soft RLIMIT_CPU of a session is raised by the worker itself. */
-#define IDLE_CPU_CHECK  1.0
-#define IDLE_CPU_MAX_US 500000u
-
-static void idle_cpu_arm(struct exec *e)
-{
-#if !defined(MUTATE_IDLE_CPU)
-    e->cpu_base_us = answer_cpu_raw(e);
-    ev_timer_set(&e->cpu_timer, IDLE_CPU_CHECK, IDLE_CPU_CHECK);
-    ev_timer_start(e->sup->loop, &e->cpu_timer);
-#else
-    (void)e;                            /* mutant: an idle worker's CPU is free */
-#endif
-}
-
-static void cpu_cb(struct ev_loop *loop, ev_timer *t, int revents)
-{
-    struct exec *e = t->data;
-    uint64_t used_ms = answer_cpu_us(e) / 1000;
-    (void)revents;
-
-    if (e->state == ST_IDLE) {
-        if (answer_cpu_us(e) > IDLE_CPU_MAX_US && e->w)
-            wproc_violation(e->w, "CPU time used between chunks");
-        return;
-    }
-    if (used_ms >= e->lim.cpu_ms) {
-        exec_event(e, XE_CPU, NULL);
-        return;
-    }
-    ev_timer_set(t, (double)(e->lim.cpu_ms - used_ms) / 1e3 + 0.001, 0.);
-    ev_timer_start(loop, t);
 }
 
 /* The job's limits.tool_spin_us, taken when it is sent: by then w counts
@@ -238,33 +183,17 @@ static void exec_run(struct exec *e, struct wproc *w)
     free(e->job_bindings);
     e->job_bindings = NULL;
     e->state = ST_RUNNING;
-    /* the wait for a worker had its own timeout_ms (XE_START); the job gets
-     * the whole of it from now */
-    if (e->lim.timeout_ms != LIMIT_INF) {
-        ev_timer_stop(s->loop, &e->deadline);
-        ev_timer_set(&e->deadline, (double)e->lim.timeout_ms / 1e3, 0.);
-        ev_timer_start(s->loop, &e->deadline);
-    }
-    if (e->lim.cpu_ms != LIMIT_INF) {
-        ev_timer_set(&e->cpu_timer, (double)e->lim.cpu_ms / 1e3, 0.);
-        ev_timer_start(s->loop, &e->cpu_timer);
-    }
+    clocks_start(e);
 }
 
 /* ------------------------------------------------------------------ */
 /* sessions                                                            */
 
-static void idle_cb(struct ev_loop *loop, ev_timer *t, int revents)
-{
-    (void)loop; (void)revents;
-    exec_event(t->data, XE_IDLE, NULL);
-}
-
 /* A session's job has been answered: forget the chunk, wait for the next.
  * A session whose connection will send nothing more ends here. */
 static void session_idle(struct exec *e)
 {
-    exec_stop_timers(e);
+    clocks_stop(e);
     json_decref(e->req_id);
     e->req_id = NULL;
     free(e->output);
@@ -279,19 +208,15 @@ static void session_idle(struct exec *e)
         exec_finish(e);
         return;
     }
-    ev_timer_set(&e->idle_timer, e->idle_timeout, 0.);
-    ev_timer_start(e->sup->loop, &e->idle_timer);
-    idle_cpu_arm(e);
+    clocks_idle(e);
 }
 
 /* IDLE -> RUNNING: send the chunk (or snapshot) job and start its clocks. */
 static void session_run(struct exec *e, const struct exec_evdata *d)
 {
-    struct sup *s = e->sup;
     int rc;
 
-    ev_timer_stop(s->loop, &e->idle_timer);
-    ev_timer_stop(s->loop, &e->cpu_timer);      /* the idle check */
+    clocks_stop(e);             /* the idle timer and the idle CPU check */
     e->req_id = json_deep_copy(d->id);
     e->lim = *d->lim;
     e->stream = d->stream;
@@ -308,14 +233,7 @@ static void session_run(struct exec *e, const struct exec_evdata *d)
         exec_finish(e);
         return;
     }
-    if (e->lim.timeout_ms != LIMIT_INF) {
-        ev_timer_set(&e->deadline, (double)e->lim.timeout_ms / 1e3, 0.);
-        ev_timer_start(s->loop, &e->deadline);
-    }
-    if (e->lim.cpu_ms != LIMIT_INF) {
-        ev_timer_set(&e->cpu_timer, (double)e->lim.cpu_ms / 1e3, 0.);
-        ev_timer_start(s->loop, &e->cpu_timer);
-    }
+    clocks_start(e);
 }
 
 /* session/close: answer what is pending, end the worker; the close itself
@@ -535,10 +453,7 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
         e->state = ST_STARTING;
         list_add_tail(&s->starting, &e->q_node);
         s->n_starting++;
-        if (e->lim.timeout_ms != LIMIT_INF) {
-            ev_timer_set(&e->deadline, (double)e->lim.timeout_ms / 1e3, 0.);
-            ev_timer_start(s->loop, &e->deadline);
-        }
+        clocks_wait(e);
         break;
     case XE_WORKER:
         exec_unlist(e);
@@ -690,14 +605,7 @@ struct exec *exec_new(struct conn *c, enum exec_op op, json_t *id, json_t *job, 
     e->t_submit = ev_time();
     list_init(&e->q_node);
     list_add_tail(&c->execs, &e->conn_node);
-    ev_timer_init(&e->deadline, deadline_cb, 0., 0.);
-    e->deadline.data = e;
-    ev_timer_init(&e->cpu_timer, cpu_cb, 0., 0.);
-    e->cpu_timer.data = e;
-    ev_timer_init(&e->stream_timer, answer_stream_cb, 0., 0.);
-    e->stream_timer.data = e;
-    ev_timer_init(&e->idle_timer, idle_cb, 0., 0.);
-    e->idle_timer.data = e;
+    clocks_init(e);
     if (op == OP_SESSION) {
         e->sjob = SJ_OPEN;
         e->slim = *lim;
