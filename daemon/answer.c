@@ -23,6 +23,7 @@
 #include "proto/bindings.h"
 #include "proto/chan.h"         /* WORKER_EXIT_* */
 #include "proto/jsonrpc.h"
+#include "proto/mutant.h"
 #include "proto/utf8.h"
 
 /* Kinds a worker may report in an ERROR frame (docs/architecture.md). */
@@ -84,9 +85,8 @@ static json_t *stats_new(struct exec *e, const json_t *wstats)
 
     if (wall < 0)
         wall = 0;
-#if defined(MUTATE_CPU_OWN)
-    cpu = stat_int(wstats, "cpu_us", cpu);  /* test-only mutant: the worker's claim */
-#endif
+    if (MUTANT(CPU_OWN))
+        cpu = stat_int(wstats, "cpu_us", cpu);  /* mutant: the worker's claim */
 #if SANDBOXD_BENCH_TRACE
     {
         json_t *st = json_pack("{s:I,s:I,s:I,s:I,s:I}",

@@ -7,6 +7,7 @@
 #include "daemon/answer.h"
 #include "daemon/sup.h"
 #include "daemon/wproc.h"
+#include "proto/mutant.h"
 
 static void deadline_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
@@ -27,13 +28,11 @@ static void deadline_cb(struct ev_loop *loop, ev_timer *t, int revents)
 
 static void idle_cpu_arm(struct exec *e)
 {
-#if !defined(MUTATE_IDLE_CPU)
+    if (MUTANT(IDLE_CPU))
+        return;                         /* mutant: an idle worker's CPU is free */
     e->cpu_base_us = answer_cpu_raw(e);
     ev_timer_set(&e->cpu_timer, IDLE_CPU_CHECK, IDLE_CPU_CHECK);
     ev_timer_start(e->sup->loop, &e->cpu_timer);
-#else
-    (void)e;                            /* mutant: an idle worker's CPU is free */
-#endif
 }
 
 /* The CPU budget is checked against the worker's CPU clock.  CPU time never

@@ -34,6 +34,7 @@
 #include "proto/bindings.h"
 #include "proto/chan.h"            /* WORKER_EXIT_* */
 #include "proto/jsonrpc.h"
+#include "proto/mutant.h"
 #include "proto/tools.h"
 #include "proto/utf8.h"
 
@@ -311,15 +312,14 @@ static void on_tool_call(struct exec *e, const struct exec_evdata *d)
     }
     /* The budget is kept here, not in the worker: a chunk cannot reach the
      * count, so no pcall can catch the end and no subverted worker can lift it. */
-#if !defined(MUTATE_TOOL_CALL_LIMIT)
-    if (e->lim.max_tool_calls != LIMIT_INF && e->tool_calls >= e->lim.max_tool_calls) {
+    if (!MUTANT(TOOL_CALL_LIMIT) && e->lim.max_tool_calls != LIMIT_INF &&
+        e->tool_calls >= e->lim.max_tool_calls) {
         answer_fail(e, "tool_call_limit", NULL, NULL,
                     "execution exceeded the limit of %llu tool calls",
                     (unsigned long long)e->lim.max_tool_calls);
         exec_finish(e);
         return;
     }
-#endif
     if (e->n_pending >= e->max_pending) {
         wproc_violation(e->w, "more tool calls outstanding than max_parallel_calls");
         return;
@@ -427,9 +427,8 @@ static int exec_catch_up(struct exec *e)
 {
     if (e->state != ST_RUNNING || !e->w)
         return 0;
-#if !defined(MUTATE_DRAIN_DEADLINE)
-    wproc_catch_up(e->w);
-#endif
+    if (!MUTANT(DRAIN_DEADLINE))
+        wproc_catch_up(e->w);
     return e->state >= ST_FINISHING || e->state == ST_IDLE;
 }
 

@@ -25,6 +25,7 @@
 #include "daemon/wproc.h"
 #include "proto/bindings.h"
 #include "proto/jsonrpc.h"
+#include "proto/mutant.h"
 
 /* execute and check: one job in a fresh worker. */
 static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
@@ -41,6 +42,26 @@ static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
     sched_submit(e);
 }
 
+/* The names of large bindings as NAMES_TEXT's mutant finds them: from a
+ * tree under the parse budget, as bindings_names_text() returns them. */
+static int names_by_tree(const char *s, size_t n, char **out, size_t *outlen, const char **err)
+{
+    json_error_t jerr;
+    int dense = 0;
+    json_t *tree = rpc_loadb_bounded(s, n, JSON_ALLOW_NUL, &jerr, &dense);
+    json_t *tn = tree ? bindings_names(tree, err) : NULL;
+
+    *out = tn ? json_dumps(tn, JSON_COMPACT) : NULL;
+    *outlen = *out ? strlen(*out) : 0;
+    json_decref(tn);
+    json_decref(tree);
+    if (!tree)
+        *err = "more values than the daemon parses for their size";
+    if (!*out && !*err)
+        *err = "out of memory";
+    return *out ? 0 : -1;
+}
+
 static void m_binding_names(struct conn *c, const struct rpc_msg *m)
 {
     const json_t *b = json_object_get(m->params, "bindings");
@@ -53,25 +74,11 @@ static void m_binding_names(struct conn *c, const struct rpc_msg *m)
         struct jp_splice sp;
         char *text;
         size_t len;
+        int rc = MUTANT(NAMES_TEXT)     /* mutant: a tree under the budget */
+            ? names_by_tree(m->raw_bindings.p, m->raw_bindings.n, &text, &len, &err)
+            : bindings_names_text(m->raw_bindings.p, m->raw_bindings.n, &text, &len, &err);
 
-#if !defined(MUTATE_NAMES_TEXT)
-        if (bindings_names_text(m->raw_bindings.p, m->raw_bindings.n, &text, &len, &err) < 0) {
-#else
-        json_error_t jerr;
-        int dense = 0;
-        json_t *tree = rpc_loadb_bounded(m->raw_bindings.p, m->raw_bindings.n, JSON_ALLOW_NUL,
-                                         &jerr, &dense);   /* mutant: a tree under the budget */
-        json_t *tn = tree ? bindings_names(tree, &err) : NULL;
-        text = tn ? json_dumps(tn, JSON_COMPACT) : NULL;
-        len = text ? strlen(text) : 0;
-        json_decref(tn);
-        json_decref(tree);
-        if (!tree)
-            err = "more values than the daemon parses for their size";
-        if (!text && !err)
-            err = "out of memory";
-        if (!text) {
-#endif
+        if (rc < 0) {
             conn_send_error(c, m->id, strcmp(err, "out of memory") == 0 ? "internal_error"
                             : "invalid_params", NULL, "bindings: %s", err);
             return;
@@ -248,10 +255,8 @@ static json_t *metrics_new(const struct sup *s)
 /* A request id the daemon may repeat (jsonrpc.h, RPC_ID_MAX). */
 static int id_bounded(const json_t *id)
 {
-#if defined(MUTATE_ID_BOUND)
-    (void)id;
-    return 1;                           /* mutant: ids of any length */
-#endif
+    if (MUTANT(ID_BOUND))
+        return 1;                       /* mutant: ids of any length */
     return !json_is_string(id) || json_string_length(id) <= RPC_ID_MAX;
 }
 

@@ -15,6 +15,7 @@
 #include "daemon/sched.h"
 #include "daemon/sup.h"
 #include "proto/jsonrpc.h"
+#include "proto/mutant.h"
 
 /* params.session of a request: the open session of this connection it
  * names.  NULL after answering session_not_found / invalid_params. */
@@ -104,9 +105,8 @@ static unsigned session_cap(const struct sup *s)
 {
     unsigned keep = s->cfg.max_workers > 0 ? s->cfg.max_workers - 1 : 0;
 
-#if defined(MUTATE_SESSION_SLOT)
-    keep = s->cfg.max_workers;          /* mutant: sessions may hold every slot */
-#endif
+    if (MUTANT(SESSION_SLOT))
+        keep = s->cfg.max_workers;      /* mutant: sessions may hold every slot */
     return s->cfg.max_sessions < keep ? s->cfg.max_sessions : keep;
 }
 
@@ -128,10 +128,8 @@ static unsigned conn_sessions(const struct conn *c)
  * session/open would be busy for that day. */
 static unsigned session_share(const struct sup *s)
 {
-#if defined(MUTATE_SESSION_SHARE)
-    (void)s;
-    return UINT_MAX;                    /* mutant: one connection may take them all */
-#endif
+    if (MUTANT(SESSION_SHARE))
+        return UINT_MAX;                /* mutant: one connection may take them all */
     return s->cfg.max_sessions_per_connection;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "proto/jsonrpc.h"      /* rpc_cstring, RPC_ID_MAX */
+#include "proto/mutant.h"
 
 /* Globals the sandbox defines and Lua's reserved words: a tool may not take
  * these names (it would replace part of the environment).  Keep in step with
@@ -125,18 +126,16 @@ static const char *entry_name(const json_t *entry)
  * it quadratic and stalled every other client for a third of a second. */
 static int seen(const json_t *set, const json_t *arr, const char *key)
 {
-#if defined(MUTATE_TOOLS_LINEAR)
     size_t k;
     json_t *g;
-    (void)set;
-    json_array_foreach(arr, k, g)       /* mutant: the quadratic scan */
-        if (strcmp(entry_name(g), key) == 0)
-            return 1;
-    return 0;
-#else
-    (void)arr;
+
+    if (MUTANT(TOOLS_LINEAR)) {         /* mutant: the quadratic scan */
+        json_array_foreach(arr, k, g)
+            if (strcmp(entry_name(g), key) == 0)
+                return 1;
+        return 0;
+    }
     return json_object_get(set, key) != NULL;
-#endif
 }
 
 json_t *tools_norm(const json_t *tools, json_t **index, char *err, size_t errlen)
