@@ -1271,6 +1271,61 @@ def test_closing_the_terminal_stops_the_daemon_but_sighup_reloads(tmp_path):
         log.close()
 
 
+def _children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def _wchan(pid):
+    """Where in the kernel pid sleeps ("do_wait": in wait(2))."""
+    try:
+        with open("/proc/%d/wchan" % pid) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def test_ctrl_c_in_a_terminal_ends_make_run_with_the_daemons_status(tmp_path):
+    """Ctrl-C in make run's terminal, while its shell waits for the daemon:
+    the daemon stops gracefully and the shell exits with its status (0), so
+    make reports no error; not the 130 of the shell's interrupted wait."""
+    tmp = str(tmp_path)
+    _run_config(tmp)
+    with open(os.path.join(tmp, "Makefile"), "w") as f:      # make run's rule
+        f.write("run:\n\t@%s %s\n" % (os.path.join(REPO, "scripts/run"), _run_dir(tmp)))
+    logpath = os.path.join(tmp, "log")
+    log = open(logpath, "wb")
+    proc, master = _with_terminal(["make", "run"], log, cwd=tmp)
+    try:
+        wait_until(lambda: "listening on" in open(logpath, errors="replace").read(), 10,
+                   "make run to be listening")
+        [shell] = _children(proc.pid)
+        daemon = os.path.basename(os.path.realpath(SANDBOXD_BIN))[:15]
+
+        def waits_for_the_daemon():
+            """The shell blocked in its wait (dash: sigsuspend) with the
+            daemon its one live child (the readiness listener gone, the lines
+            printed): where a user's Ctrl-C finds it."""
+            live = [c for c in _children(shell) if _stat_fields(c)[0] != "Z"]
+            return (_wchan(shell).startswith(("do_wait", "sigsuspend")) and len(live) == 1 and
+                    open("/proc/%d/comm" % live[0]).read().strip() == daemon)
+        wait_until(waits_for_the_daemon, 10, "make run to wait for the daemon")
+        os.write(master, b"\x03")                           # Ctrl-C
+        proc.wait(30 * SCALE)
+        text = open(logpath, errors="replace").read()
+        assert "stopped" in text, text
+        assert "Error" not in text, text
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+        log.close()
+
+
 def test_closing_the_terminal_stops_make_run(tmp_path):
     """make run's shell, the session's leader here, gets the hangup; the
     daemon stops and the run ends."""
