@@ -90,17 +90,37 @@ static size_t conn_backlog_bound(const struct sup *s)
     return one > CONN_MIN_BACKLOG ? one : CONN_MIN_BACKLOG;
 }
 
+static void conn_flush(struct conn *c);
+
+/*
+ * The peer's progress is stamped with the time it is seen (ev_time(), not
+ * the loop's cached ev_now(): serialising a 96 MiB answer, or a busy
+ * iteration before it, can take seconds that are the daemon's, not the
+ * peer's).  Before a timer judges a peer, the daemon writes what the
+ * socket takes now: a peer whose socket drained while the daemon was busy
+ * elsewhere (or while this timer was due ahead of the write watcher) has
+ * taken bytes, and its clock restarts.  Returns whether the connection is
+ * still open with answers waiting.
+ */
+static int peer_still_waited_for(struct conn *c)
+{
+    if (c->fd < 0 || list_linked(&c->doomed_node) || outq_empty(&c->out))
+        return 0;
+    conn_flush(c);
+    return c->fd >= 0 && !list_linked(&c->doomed_node) && !outq_empty(&c->out);
+}
+
 /* Over its bound, a queue gets CONN_WRITE_STALL seconds from the peer's
  * last progress: a peer that takes bytes meanwhile is reading. */
 static void stall_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
     struct conn *c = t->data;
-    ev_tstamp idle = ev_now(loop) - c->out_progress;
+    ev_tstamp idle;
     (void)revents;
 
-    if (c->fd < 0 || list_linked(&c->doomed_node) ||
-        outq_pending(&c->out) <= conn_backlog_bound(c->sup))
+    if (!peer_still_waited_for(c) || outq_pending(&c->out) <= conn_backlog_bound(c->sup))
         return;
+    idle = ev_now(loop) - c->out_progress;
     if (idle >= CONN_WRITE_STALL) {
         log_warn("conn=%llu: peer does not read its answers (%zu bytes wait, none taken for "
                  "%.0f s); disconnecting", (unsigned long long)c->id, outq_pending(&c->out), idle);
@@ -139,11 +159,12 @@ static void widle_arm(struct conn *c)
 static void widle_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
     struct conn *c = t->data;
-    ev_tstamp idle = ev_now(loop) - c->out_progress;
+    ev_tstamp idle;
     (void)revents;
 
-    if (c->fd < 0 || list_linked(&c->doomed_node) || outq_empty(&c->out))
+    if (!peer_still_waited_for(c))
         return;
+    idle = ev_now(loop) - c->out_progress;
     if (idle >= write_idle(c)) {
         log_warn("conn=%llu: peer took no byte for %.1f s while %zu bytes of answers wait "
                  "(write_idle_timeout_ms %u); disconnecting", (unsigned long long)c->id, idle,
@@ -319,7 +340,7 @@ static void conn_flush(struct conn *c)
     if (st != OUTQ_AGAIN && cap >= SUP_TRIM_BYTES)
         sup_trim();                     /* a large answer's buffer is gone */
     if (outq_pending(&c->out) < before)
-        c->out_progress = ev_now(c->sup->loop);
+        c->out_progress = ev_time();    /* seen now (peer_still_waited_for) */
     account_output(c);
     switch (st) {
     case OUTQ_AGAIN:
@@ -447,7 +468,8 @@ int conn_send_spliced(struct conn *c, const json_t *msg, const struct jp_splice 
         return 0;               /* cannot serialise: drop it, keep the connection */
     TRACE(TR_ANSWER);
     if (outq_empty(&c->out))
-        c->out_progress = ev_now(c->sup->loop);     /* the peer's clock starts now */
+        c->out_progress = ev_time();    /* the peer's clock starts now, not when the
+                                         * loop's iteration did */
     rc = outq_append(&c->out, line, len, SIZE_MAX);
     free(line);
     if (rc < 0) {
