@@ -554,10 +554,11 @@ def test_write_idle_timeout(daemon_factory):
     """A peer that takes no byte for write_idle_timeout_ms while answers
     wait is disconnected with one log line, however little waits (here
     three answers of 3 MiB, far below the 64 MiB bound of a stalled peer).
-    Its neighbours: a peer that reads slowly (512 KiB every 0.5 s, 3 s for
-    its answer) keeps its connection, and so does a peer with nothing
-    waiting that sends nothing for 2 s."""
-    d = daemon_factory(daemon={"write_idle_timeout_ms": 1000}, **{
+    Its neighbours: a peer that reads slowly (128 KiB every 0.2 s, ten
+    times within the timeout, and about 5 s for its answer, more than
+    twice the timeout) keeps its connection, and so does a peer with
+    nothing waiting that sends nothing all that time."""
+    d = daemon_factory(daemon={"write_idle_timeout_ms": 2000}, **{
         k: v for k, v in SMALL_ANSWERS.items() if k != "daemon"})
     idle = d.client()
     idle.ping()
@@ -570,14 +571,14 @@ def test_write_idle_timeout(daemon_factory):
     got, t0 = b"", time.monotonic()
     slow.settimeout(10 * SCALE)
     while not got.endswith(b"\n"):
-        time.sleep(0.5)
-        chunk = slow.recv(512 << 10)
+        time.sleep(0.2)
+        chunk = slow.recv(128 << 10)
         assert chunk, "the slow reader was disconnected after %d bytes" % len(got)
         got += chunk
-    assert time.monotonic() - t0 > 2.0
+    assert time.monotonic() - t0 > 4.0
     assert json.loads(got)["id"] == "slow"
-    d.wait_log(r"conn=\d+: peer took no byte for 1\.\d s while \d+ bytes of answers wait "
-               r"\(write_idle_timeout_ms 1000\); disconnecting")
+    d.wait_log(r"conn=\d+: peer took no byte for \d+\.\d s while \d+ bytes of answers wait "
+               r"\(write_idle_timeout_ms 2000\); disconnecting")
     s.settimeout(10 * SCALE)
     with pytest.raises((sbx.ConnectionClosed, ConnectionResetError)):
         while True:
