@@ -117,6 +117,22 @@ def children_of(ppid):
     return out
 
 
+def wait_in_read(pid, fd=3, timeout=5.0 * SCALE):
+    """Wait until pid sleeps in read(2) on fd (a worker's channel is 3): a
+    process blocked there uses no CPU until something is written to it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open("/proc/%d/syscall" % pid) as f:
+                fields = f.read().split()
+        except OSError:
+            fields = []
+        if len(fields) > 1 and fields[0] == "0" and int(fields[1], 16) == fd:
+            return
+        assert time.monotonic() < deadline, "%d not blocked in read(%d): %r" % (pid, fd, fields)
+        time.sleep(0.01)
+
+
 class Daemon(launch.Daemon):
     """One sandboxd process on a private socket, started by the launcher
     (tests/launch.py), with what the suite asks of it: sbx clients, its log,

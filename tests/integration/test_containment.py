@@ -34,6 +34,7 @@ import time
 import pytest
 
 import sbx
+from conftest import wait_in_read
 from sbx import NO_REPLY
 
 IS_ROOT = os.geteuid() == 0
@@ -81,21 +82,6 @@ def block_in_tool(client, daemon):
     pids = daemon.wait_for_workers(1)
     assert len(pids) == 1, daemon.children()
     return i, call, pids[0]
-
-
-def wait_in_read(pid, timeout=5.0 * sbx.SCALE):
-    """Wait until pid sleeps in read(2) on its channel (fd 3)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with open("/proc/%d/syscall" % pid) as f:
-                fields = f.read().split()
-        except OSError:
-            fields = []
-        if len(fields) > 1 and fields[0] == "0" and int(fields[1], 16) == 3:
-            return
-        assert time.monotonic() < deadline, "worker %d not blocked in read(3): %r" % (pid, fields)
-        time.sleep(0.01)
 
 
 # ------------------------------------------------------------------ any uid

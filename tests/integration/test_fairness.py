@@ -19,6 +19,7 @@ import time
 import pytest
 
 import sbx
+from conftest import wait_in_read
 from sbx import SCALE
 
 # A little work per execution (a few milliseconds), so a backlog of them
@@ -166,7 +167,13 @@ def test_capacity_is_exact_while_an_answered_worker_exits(daemon_factory, pool):
     c = d.client()
     st = wait_state(c, lambda st: st["idle_workers"] == pool and st["workers"] == pool,
                     "a full pool")
-    before = {p: cpu_ns(p) for p in d.wait_for_workers(pool)} if pool else {}
+    # An idle worker runs a little after it says it is ready (its look at
+    # the channel): its CPU is taken once it sleeps in read(2), where it
+    # stays until a job comes, so only the one given the job runs after.
+    before = {}
+    for p in d.wait_for_workers(pool) if pool else []:
+        wait_in_read(p)
+        before[p] = cpu_ns(p)
     held = c.send_execute("return T.f()", tools=[{"name": "T", "functions": ["f"]}],
                           handlers={"T.f": lambda *a: sbx.NO_REPLY})
     c.wait_deferred(1)

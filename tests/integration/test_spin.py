@@ -19,6 +19,7 @@ import time
 import pytest
 
 import sbx
+from conftest import wait_in_read
 from sbx import NO_REPLY
 
 T = {"name": "T", "functions": ["f"]}
@@ -164,21 +165,6 @@ PTRACE_PEEKUSER, PTRACE_O_TRACESYSGOOD, PTRACE_EVENT_STOP = 3, 1, 128
 WALL = 0x40000000
 ORIG_RAX = 15                       # index in struct user_regs_struct (x86_64)
 SYS_POLL, SYS_PPOLL = 7, 271
-
-
-def wait_in_read(pid, timeout=5.0 * sbx.SCALE):
-    """Wait until pid sleeps in read(2) on its channel (fd 3): past any look."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with open("/proc/%d/syscall" % pid) as f:
-                fields = f.read().split()
-        except OSError:
-            fields = []
-        if len(fields) > 1 and fields[0] == "0" and int(fields[1], 16) == 3:
-            return
-        assert time.monotonic() < deadline, "worker %d not blocked in read(3): %r" % (pid, fields)
-        time.sleep(0.01)
 
 
 class PollCounter(threading.Thread):
