@@ -291,16 +291,31 @@ def chunks_with_gaps(d, c, n, gap):
 
 def test_session_worker_looks_for_its_next_chunk(daemon_factory):
     """Between chunks the worker looks for the next job as for a tool answer:
-    with chunks 4 ms apart and the largest window it is still looking when
-    each comes (about 4 ms of CPU a gap); with tool_spin_us = 0 it sleeps."""
+    with the largest window it polls its channel after an answer (a look
+    makes one poll(2) at least, and halves at most once a gap, so some of
+    30 gaps are looked at however slow the machine); with tool_spin_us = 0
+    it goes straight to sleep in read(2): not one poll.  Counted, not timed
+    (PollCounter)."""
     two_cpus()
-    used = {}
+    polls = {}
     for us in (SPIN_MAX, 0):
         d = daemon_factory(daemon={"tool_spin_us": us})
         with d.client() as c:
-            sid, used[us] = chunks_with_gaps(d, c, 30, 0.004)
+            settle(c)
+            r = c.call("session/open", {"limits": NORMAL})
+            assert r.ok, r
+            sid = r.result["session"]
+            assert c.execute("x = 0", session=sid).ok
+            worker = d.wait_for_workers(1)
+            assert len(worker) == 1, worker
+            with PollCounter(worker[0]) as looks:
+                for k in range(30):
+                    time.sleep(0.004)
+                    r = c.execute("x = x + 1 return x", session=sid)
+                    assert r.ok and r.result["value"] == k + 1, r
+            polls[us] = looks.polls
             assert c.call("session/close", {"session": sid}).ok
-    assert used[SPIN_MAX] > used[0] + 40000, used
+    assert polls[SPIN_MAX] > 0 and polls[0] == 0, polls
 
 
 def test_slow_chunks_cost_a_bounded_look_and_idle_stays_idle(daemon_factory):
