@@ -28,7 +28,8 @@ void notify_send(const char *state)
     alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
     if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
         return;
-    if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&addr, alen) < 0)
+    if (sendto(fd, state, strlen(state), MSG_NOSIGNAL | MSG_DONTWAIT,
+               (struct sockaddr *)&addr, alen) < 0)
         log_debug("notify %s: failed", state);
     close(fd);
 }

@@ -4,8 +4,11 @@
  *
  * notify_send("READY=1") sends one datagram to $NOTIFY_SOCKET (a path, or an
  * abstract socket when it starts with '@').  Without NOTIFY_SOCKET it does
- * nothing.  Failures are logged at debug level and otherwise ignored: the
- * daemon must work the same without systemd.
+ * nothing.  It never blocks: a receiver whose queue is full (one that
+ * reads slowly or not at all; a datagram socket queues only
+ * net.unix.max_dgram_qlen messages, 10 by default) loses the message, and
+ * the supervisor goes on serving.  Failures are logged at debug level and
+ * otherwise ignored: the daemon must work the same without systemd.
  */
 #ifndef SANDBOXD_NOTIFY_H
 #define SANDBOXD_NOTIFY_H

@@ -367,6 +367,27 @@ def test_watchdog_pid_of_another_process_is_ignored(daemon_factory, notify_socke
     assert not [m for m in n.messages if m == "WATCHDOG=1"], n.messages
 
 
+def test_a_notify_receiver_that_reads_nothing_never_stalls_the_daemon(daemon_factory,
+                                                                       notify_socket):
+    """$NOTIFY_SOCKET queues 10 datagrams (net.unix.max_dgram_qlen's
+    default): with WATCHDOG=1 every 10 ms and a receiver that reads nothing,
+    it is full long before the second is over.  The daemon drops what does
+    not fit and goes on answering; a blocking send would hang it until the
+    receiver reads, which here it never does while the test waits for an
+    answer.  Once the receiver reads again, the pings resume."""
+    n = notify_socket(watchdog_usec=20000)
+    d = daemon_factory()
+    n.expect("READY=1")
+    time.sleep(1.0)                             # about 100 pings for 10 places
+    with d.client(timeout=10 * SCALE) as c:
+        for _ in range(3):
+            c.ping()
+            time.sleep(0.05)                    # more pings, still not read
+    _drain(n.sock)
+    n.messages = []
+    n.expect("WATCHDOG=1", timeout=2)
+
+
 def _drain(sock):
     out = []
     while select.select([sock], [], [], 0)[0]:
