@@ -18,9 +18,14 @@ setTracingDisabled(true);
 let env;
 let server;
 
+// The SDK's own 5 s per request (clientSessionTimeoutSeconds) covers the
+// bridge's start with its downstream servers, which a loaded machine can
+// take longer for: the host's patience is not what this suite tests.
+const bridge = () => ({ command: process.execPath, args: env.bridgeArgs(), clientSessionTimeoutSeconds: 120 * SCALE });
+
 before(async () => {
   env = await setup('openai-agents');
-  server = new MCPServerStdio({ name: 'sandboxd', command: process.execPath, args: env.bridgeArgs() });
+  server = new MCPServerStdio({ name: 'sandboxd', ...bridge() });
   await server.connect();
 });
 
@@ -76,7 +81,7 @@ test('a run: the session keeps a function; results and errors reach the model as
 });
 
 test('useStructuredContent: the model reads structuredContent alone, which carries the value, output and notes', async () => {
-  const structured = new MCPServerStdio({ name: 'sandboxd-structured', command: process.execPath, args: env.bridgeArgs(), useStructuredContent: true });
+  const structured = new MCPServerStdio({ name: 'sandboxd-structured', ...bridge(), useStructuredContent: true });
   await structured.connect();
   try {
     const model = fakeModel([
