@@ -130,7 +130,8 @@ test-unit: $(UNIT_BINS)
 test-integration: all $(O)/tests/lua_meter
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(O)/sandboxctl \
 	LUA_METER=$(CURDIR)/$(O)/tests/lua_meter \
-	SANDBOXD_SANITIZE=$(SANITIZE) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+	SANDBOXD_SANITIZE=$(SANITIZE) SANDBOXD_SHARDS=$(SHARDS) \
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
 
 # The precision suite (tests/precision): realistic programs measured under
 # stock liblua5.3 by the harness built here (instructions, and the smallest

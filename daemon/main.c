@@ -377,7 +377,7 @@ int main(int argc, char **argv)
     had_tty = has_tty();
     raise_fd_limit();
     s->loop = ev_loop_new(EVFLAG_AUTO | EVFLAG_SIGNALFD);
-    s->listen_fd = s->zygote_fd = -1;
+    s->listen_fd = -1;
     list_init(&s->idle);
     list_init(&s->starting);
     list_init(&s->rr);
@@ -385,6 +385,7 @@ int main(int argc, char **argv)
     list_init(&s->conns);
     list_init(&s->doomed);
     sched_init(s);
+    spawn_init(s);
     /* SIGCHLD is watched before the zygote exists, so no exit is missed. */
     signal_watch(s, &s->sig_chld, sigchld_cb, SIGCHLD);
     signal_watch(s, &s->sig_term, stop_cb, SIGTERM);

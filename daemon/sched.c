@@ -244,7 +244,7 @@ static void supply_timer_cb(struct ev_loop *loop, ev_timer *t, int revents)
 
     if (s->stopping)
         return;
-    if (s->zygote_pid <= 0 && spawn_start(s) < 0) {
+    if (!spawn_running(s) && spawn_start(s) < 0) {
         sched_supply_failed(s, "could not start the zygote");
         return;
     }
@@ -296,7 +296,7 @@ void sched_supply_failed(struct sup *s, const char *fmt, ...)
         s->supply_since = ev_now(s->loop);
     if (s->supply_fails < UINT_MAX)
         s->supply_fails++;
-    if (s->zygote_pid <= 0)
+    if (!spawn_running(s))
         s->zygote_failed_at = ev_now(s->loop);
     delay = supply_backoff(s->supply_fails);
     if (MUTANT(SUPPLY_BACKOFF))
@@ -350,7 +350,72 @@ void sched_init(struct sup *s)
                   ? (unsigned)CPU_COUNT(&set) : 1;
 }
 
-/* Ask the zygote for up to n workers.  Nothing is asked during a back-off;
+/* ------------------------------------------------------------------ */
+/* shards (spawn.h): which zygote to ask, which pooled worker to take  */
+
+/* Per shard: its busy workers (given a job, not killed), and its pooled
+ * workers with its unanswered spawn requests. */
+static void shard_counts(const struct sup *s, unsigned busy[], unsigned ready[])
+{
+    const struct list_head *pos;
+
+    for (unsigned i = 0; i < s->n_shards; i++) {
+        busy[i] = 0;
+        ready[i] = s->zyg[i].pending;
+    }
+    for (pos = s->workers.next; pos != &s->workers; pos = pos->next) {
+        const struct wproc *w = list_entry(pos, struct wproc, node);
+        if (w->shard >= s->n_shards || w->killed)
+            continue;
+        if (list_linked(&w->pool_node))
+            ready[w->shard]++;
+        else
+            busy[w->shard]++;
+    }
+}
+
+/* The running zygote to ask for the next worker: the shard with the fewest
+ * pooled and coming workers, then the fewest busy ones, so the pool holds
+ * workers on every CPU.  NULL if none runs. */
+static struct zygote *shard_to_ask(struct sup *s)
+{
+    unsigned busy[SHARDS_MAX], ready[SHARDS_MAX];
+    struct zygote *best = NULL;
+
+    if (s->n_shards == 1)
+        return s->zyg[0].pid > 0 ? &s->zyg[0] : NULL;
+    shard_counts(s, busy, ready);
+    for (unsigned i = 0; i < s->n_shards; i++) {
+        struct zygote *z = &s->zyg[i];
+        if (z->pid <= 0 || z->fd < 0)
+            continue;
+        if (!best || ready[i] < ready[best->shard] ||
+            (ready[i] == ready[best->shard] && busy[i] < busy[best->shard]))
+            best = z;
+    }
+    return best;
+}
+
+/* The pooled worker to give the next job: the oldest one on the CPU with
+ * the fewest busy workers (an idle CPU first). */
+static struct wproc *pool_pick(struct sup *s)
+{
+    unsigned busy[SHARDS_MAX], ready[SHARDS_MAX];
+    struct wproc *best = NULL;
+    struct list_head *pos;
+
+    if (s->n_shards == 1)
+        return list_first(&s->idle, struct wproc, pool_node);
+    shard_counts(s, busy, ready);
+    for (pos = s->idle.next; pos != &s->idle; pos = pos->next) {
+        struct wproc *w = list_entry(pos, struct wproc, pool_node);
+        if (!best || busy[w->shard] < busy[best->shard])
+            best = w;
+    }
+    return best;
+}
+
+/* Ask the zygotes for up to n workers.  Nothing is asked during a back-off;
  * after one, a single request probes the supply before more are sent. */
 static void spawn(struct sup *s, unsigned n)
 {
@@ -360,7 +425,8 @@ static void spawn(struct sup *s, unsigned n)
         n = n > 0 ? 1 : 0;
     }
     while (n-- > 0 && s->procs < worker_bound(s)) {
-        if (spawn_request(s) < 0)
+        struct zygote *z = shard_to_ask(s);
+        if (!z || spawn_request(z) < 0)
             break;
         s->pending++;
         s->procs++;
@@ -396,14 +462,14 @@ void sched_pump(struct sup *s)
 
     /* A zygote runs, or its start is due: after a death during the
      * back-off, the supply timer is what starts it. */
-    if (!MUTANT(SUPPLY_RESUME) && !s->stopping && s->zygote_pid <= 0 &&
+    if (!MUTANT(SUPPLY_RESUME) && !s->stopping && !spawn_running(s) &&
         !ev_is_active(&s->supply_timer))
         supply_arm(s, s->supply_hold - ev_now(s->loop));
     for (;;) {
         /* hand idle workers to executions that wait for one */
         while (!list_empty(&s->starting) && !list_empty(&s->idle)) {
             struct exec *e = list_first(&s->starting, struct exec, q_node);
-            struct wproc *w = list_first(&s->idle, struct wproc, pool_node);
+            struct wproc *w = pool_pick(s);
             struct exec_evdata d = { .w = w };
             if (!worker_usable(w)) {
                 pool_discard(s, w, "is stopped or dead");
@@ -474,7 +540,7 @@ void sched_submit(struct exec *e)
     sched_pump(s);
 }
 
-void sched_worker_arrived(struct sup *s, pid_t pid, int fd, int err)
+void sched_worker_arrived(struct sup *s, unsigned shard, pid_t pid, int fd, int err)
 {
     struct wproc *w;
     unsigned i;
@@ -508,6 +574,7 @@ void sched_worker_arrived(struct sup *s, pid_t pid, int fd, int err)
         sched_pump(s);
         return;
     }
+    w->shard = shard;
     /* the streak ends when a worker has done a job or is found alive in the
      * pool, not here: one that dies in its set-up is no success */
     list_add_tail(&s->idle, &w->pool_node);
@@ -523,6 +590,7 @@ void sched_reap(struct sup *s)
     int status;
     pid_t pid;
     struct rusage ru;
+    struct zygote *z;
 
     spawn_poll(s);     /* hand-overs first, so every reaped pid is known */
     while ((pid = wait4(-1, &status, WNOHANG | WUNTRACED, &ru)) > 0) {
@@ -534,8 +602,8 @@ void sched_reap(struct sup *s)
                 pool_discard(s, w, "was stopped");
             continue;
         }
-        if (pid == s->zygote_pid) {
-            spawn_zygote_died(s, status);
+        if ((z = spawn_find(s, pid))) {
+            spawn_zygote_died(z, status);
             continue;
         }
         if ((w = wproc_find(s, pid))) {

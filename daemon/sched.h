@@ -36,9 +36,9 @@ void sched_unqueue(struct exec *e);
 void sched_pump(struct sup *s);
 /* Set up the scheduler's timers (once, before the loop runs). */
 void sched_init(struct sup *s);
-/* The zygote handed over a worker (fd >= 0), or failed to make one (fd < 0;
- * err the errno it reported, 0 if none). */
-void sched_worker_arrived(struct sup *s, pid_t pid, int fd, int err);
+/* The zygote of shard handed over a worker (fd >= 0), or failed to make one
+ * (fd < 0; err the errno it reported, 0 if none). */
+void sched_worker_arrived(struct sup *s, unsigned shard, pid_t pid, int fd, int err);
 /* SIGCHLD: reap every exited child without blocking. */
 void sched_reap(struct sup *s);
 /* A worker could not be had (the zygote died or could not start, a spawn

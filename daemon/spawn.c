@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
@@ -41,11 +42,12 @@ extern char **environ;
 /* supervisor side                                                     */
 
 static void zygote_watch_cb(struct ev_loop *loop, ev_timer *t, int revents);
+static void zygote_poll(struct zygote *z);
 
 static void zygote_io_cb(struct ev_loop *loop, ev_io *io, int revents)
 {
     (void)loop; (void)revents;
-    spawn_poll(io->data);
+    zygote_poll(io->data);
 }
 
 /* Containment: the zygote's (and so every worker's) environment block.
@@ -78,15 +80,35 @@ static char **zygote_env(void)
     return env;
 }
 
-int spawn_start(struct sup *s)
+void spawn_init(struct sup *s)
 {
+    cpu_set_t set;
+    unsigned want = s->cfg.shards ? s->cfg.shards : 1, n = 0;
+
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        want = 1;
+    for (int cpu = 0; cpu < CPU_SETSIZE && want > 1 && n < want && n < SHARDS_MAX; cpu++)
+        if (CPU_ISSET(cpu, &set))
+            s->zyg[n++].cpu = cpu;
+    if (n < 2)                  /* one shard (or one CPU): nothing is pinned */
+        n = 1, s->zyg[0].cpu = -1;
+    s->n_shards = n;
+    for (unsigned i = 0; i < n; i++) {
+        s->zyg[i].sup = s;
+        s->zyg[i].shard = i;
+        s->zyg[i].fd = -1;
+        ev_timer_init(&s->zyg[i].watch, zygote_watch_cb, 0., 1.);
+        s->zyg[i].watch.data = &s->zyg[i];
+    }
+}
+
+static int zygote_start(struct zygote *z)
+{
+    struct sup *s = z->sup;
     int sv[2];
     pid_t pid;
     char fdbuf[16], ppid[16];
 
-    /* containment: refuse rather than run workers as root */
-    if (probe_layers(&s->cfg, &s->layers, log_msg) < 0)
-        return -1;
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
         log_err("zygote: socketpair: %s", strerror(errno));
         return -1;
@@ -112,6 +134,15 @@ int spawn_start(struct sup *s)
          * stay in this session. */
         if (!MUTANT(ZYGOTE_SESSION))
             setsid();
+        /* A shard's zygote and every worker it forks stay on its CPU; if
+         * the CPU cannot be had (a cpuset changed), the shard runs
+         * unpinned rather than not at all. */
+        if (z->cpu >= 0) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(z->cpu, &one);
+            (void)sched_setaffinity(0, sizeof one, &one);
+        }
         /* Performance: resolve every shared-library symbol once,
          * when the zygote is loaded; with lazy binding each fresh worker
          * resolved the PLT entries it used again (~20 us per worker). */
@@ -122,54 +153,85 @@ int spawn_start(struct sup *s)
     }
     close(sv[1]);
     fcntl(sv[0], F_SETFL, O_NONBLOCK);
-    s->zygote_pid = pid;
-    s->zygote_fd = sv[0];
-    s->zygote_started = ev_time();
-    ev_timer_init(&s->zygote_watch, zygote_watch_cb, 0., 1.);
-    s->zygote_watch.data = s;
-    ev_io_init(&s->zygote_io, zygote_io_cb, sv[0], EV_READ);
-    s->zygote_io.data = s;
-    ev_io_start(s->loop, &s->zygote_io);
-    log_debug("zygote %d started", (int)pid);
+    z->pid = pid;
+    z->fd = sv[0];
+    z->started = ev_time();
+    ev_io_init(&z->io, zygote_io_cb, sv[0], EV_READ);
+    z->io.data = z;
+    ev_io_start(s->loop, &z->io);
+    log_debug("zygote %d started (shard %u, CPU %d)", (int)pid, z->shard, z->cpu);
     return 0;
+}
+
+int spawn_start(struct sup *s)
+{
+    int rc = 0;
+
+    /* containment: refuse rather than run workers as root */
+    if (probe_layers(&s->cfg, &s->layers, log_msg) < 0)
+        return -1;
+    for (unsigned i = 0; i < s->n_shards; i++)
+        if (s->zyg[i].pid <= 0 && zygote_start(&s->zyg[i]) < 0)
+            rc = -1;
+    return rc;
+}
+
+int spawn_running(const struct sup *s)
+{
+    for (unsigned i = 0; i < s->n_shards; i++)
+        if (s->zyg[i].pid <= 0)
+            return 0;
+    return 1;
+}
+
+struct zygote *spawn_find(struct sup *s, pid_t pid)
+{
+    for (unsigned i = 0; i < s->n_shards; i++)
+        if (s->zyg[i].pid > 0 && s->zyg[i].pid == pid)
+            return &s->zyg[i];
+    return NULL;
 }
 
 /* A zygote that leaves requests unanswered for ZYGOTE_STALL_S (stopped,
  * or stuck) is killed; its reap restarts it under the supply back-off. */
 static void zygote_watch_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
-    struct sup *s = t->data;
+    struct zygote *z = t->data;
     (void)revents;
 
-    if (s->pending == 0 || s->zygote_pid <= 0) {
+    if (z->pending == 0 || z->pid <= 0) {
         ev_timer_stop(loop, t);
         return;
     }
-    if (ev_now(loop) - s->zygote_progress < ZYGOTE_STALL_S)
+    if (ev_now(loop) - z->progress < ZYGOTE_STALL_S)
         return;
-    log_err("zygote %d answered no spawn request for %.0f s; killing it", (int)s->zygote_pid,
-            ev_now(loop) - s->zygote_progress);
-    kill(s->zygote_pid, SIGKILL);
+    log_err("zygote %d answered no spawn request for %.0f s; killing it", (int)z->pid,
+            ev_now(loop) - z->progress);
+    kill(z->pid, SIGKILL);
     ev_timer_stop(loop, t);
 }
 
-int spawn_request(struct sup *s)
+int spawn_request(struct zygote *z)
 {
+    struct sup *s = z->sup;
     char c = 'S';
 
-    if (s->zygote_fd < 0)
+    if (z->fd < 0)
         return -1;
-    if (send(s->zygote_fd, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
+    if (send(z->fd, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
         return -1;
-    if (s->pending == 0)
-        s->zygote_progress = ev_now(s->loop);
-    if (!ev_is_active(&s->zygote_watch))
-        ev_timer_again(s->loop, &s->zygote_watch);
+    if (z->pending == 0)
+        z->progress = ev_now(s->loop);
+    z->pending++;
+    if (!ev_is_active(&z->watch))
+        ev_timer_again(s->loop, &z->watch);
     return 0;
 }
 
-void spawn_poll(struct sup *s)
+static void zygote_poll(struct zygote *z)
 {
+    struct sup *s = z->sup;
+
     for (;;) {
         struct zyg_msg m;
         struct iovec iov = { &m, sizeof m };
@@ -180,17 +242,18 @@ void spawn_poll(struct sup *s)
         int fd = -1;
         ssize_t n;
 
-        if (s->zygote_fd < 0)
+        if (z->fd < 0)
             return;
-        n = recvmsg(s->zygote_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        n = recvmsg(z->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
             if (n == 0 || errno != EAGAIN)
-                ev_io_stop(s->loop, &s->zygote_io);   /* dying; the reap follows */
+                ev_io_stop(s->loop, &z->io);   /* dying; the reap follows */
             return;
         }
-        s->zygote_progress = ev_now(s->loop);
+        z->progress = ev_now(s->loop);
+        sup_count_down(&z->pending, "zygote pending");
         cm = CMSG_FIRSTHDR(&mh);
         if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
             cm->cmsg_len == CMSG_LEN(sizeof(int)))
@@ -203,34 +266,44 @@ void spawn_poll(struct sup *s)
                       (mh.msg_flags & MSG_CTRUNC) ? EMFILE : 0;
             if (fd >= 0)
                 close(fd);
-            sched_worker_arrived(s, n == (ssize_t)sizeof m ? m.pid : 0, -1, err);
+            sched_worker_arrived(s, z->shard, n == (ssize_t)sizeof m ? m.pid : 0, -1, err);
             continue;
         }
         fcntl(fd, F_SETFL, O_NONBLOCK);
-        sched_worker_arrived(s, m.pid, fd, 0);
+        sched_worker_arrived(s, z->shard, m.pid, fd, 0);
     }
 }
 
-static void zygote_close(struct sup *s)
+void spawn_poll(struct sup *s)
 {
-    if (s->zygote_fd >= 0) {
-        ev_io_stop(s->loop, &s->zygote_io);
-        close(s->zygote_fd);
-    }
-    s->zygote_fd = -1;
+    for (unsigned i = 0; i < s->n_shards; i++)
+        zygote_poll(&s->zyg[i]);
 }
 
-void spawn_zygote_died(struct sup *s, int status)
+static void zygote_close(struct zygote *z)
 {
-    spawn_poll(s);             /* hand-overs it sent before dying still count */
-    zygote_close(s);
+    if (z->fd >= 0) {
+        ev_io_stop(z->sup->loop, &z->io);
+        close(z->fd);
+    }
+    z->fd = -1;
+}
+
+void spawn_zygote_died(struct zygote *z, int status)
+{
+    struct sup *s = z->sup;
+
+    zygote_poll(z);            /* hand-overs it sent before dying still count */
+    zygote_close(z);
     /* children reaped before their hand-over was read: that hand-over will
      * never come now, and a reused pid must not match a stale entry */
     memset(s->reaped_unknown, 0, sizeof s->reaped_unknown);
-    ev_timer_stop(s->loop, &s->zygote_watch);
-    s->zygote_pid = 0;
-    s->procs = s->procs > s->pending ? s->procs - s->pending : 0;
-    s->pending = 0;
+    ev_timer_stop(s->loop, &z->watch);
+    z->pid = 0;
+    /* its unanswered requests are no processes and no pending spawns now */
+    s->procs = s->procs > z->pending ? s->procs - z->pending : 0;
+    s->pending = s->pending > z->pending ? s->pending - z->pending : 0;
+    z->pending = 0;
     if (s->stopping)
         return;
     if (WIFSIGNALED(status))
@@ -248,10 +321,13 @@ void spawn_zygote_died(struct sup *s, int status)
 
 void spawn_stop(struct sup *s)
 {
-    zygote_close(s);
-    if (s->zygote_pid > 0) {
-        kill(s->zygote_pid, SIGKILL);
-        waitpid(s->zygote_pid, NULL, 0);
+    for (unsigned i = 0; i < s->n_shards; i++) {
+        struct zygote *z = &s->zyg[i];
+        zygote_close(z);
+        if (z->pid > 0) {
+            kill(z->pid, SIGKILL);
+            waitpid(z->pid, NULL, 0);
+        }
+        z->pid = 0;
     }
-    s->zygote_pid = 0;
 }

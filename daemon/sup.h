@@ -26,7 +26,7 @@
  *   procs      = live worker processes + spawn requests not yet answered;
  *                never above cfg.max_workers.
  *   n_idle     = workers in the warm pool, not yet given a job.
- *   pending    = spawn requests the zygote has not answered.
+ *   pending    = spawn requests the zygotes have not answered (all shards).
  *   n_killed   = workers killed and not yet reaped (still in procs).
  *   n_starting = executions in STARTING, each waiting for the next worker.
  *   queued     = executions in QUEUED, across all connections.
@@ -42,6 +42,22 @@
 #include "daemon/list.h"
 #include "policy/config.h"
 #include "policy/probe.h"
+
+/* A shard: one zygote and the workers it forked.  With more than one
+ * shard, each zygote (and so each of its workers) is pinned to one CPU. */
+#define SHARDS_MAX 64
+struct zygote {
+    struct sup *sup;
+    unsigned shard;               /* its index in sup->zyg */
+    int      cpu;                 /* the CPU it is pinned to; -1: not pinned */
+    pid_t    pid;                 /* 0: not running */
+    int      fd;
+    unsigned pending;             /* its spawn requests not yet answered */
+    ev_io    io;
+    ev_tstamp started;
+    ev_tstamp progress;           /* last hand-over, or the first unanswered request */
+    ev_timer watch;               /* a zygote that answers no request is killed */
+};
 
 struct sup {
     struct ev_loop *loop;
@@ -62,14 +78,10 @@ struct sup {
     unsigned accept_quiet;        /* of them, not logged since the last report */
     ev_tstamp accept_logged;      /* when one was last logged */
 
-    /* zygote */
+    /* the zygotes: one per shard (spawn.h) */
     struct worker_layers layers;
-    pid_t    zygote_pid;
-    int      zygote_fd;
-    ev_io    zygote_io;
-    ev_tstamp zygote_started;
-    ev_tstamp zygote_progress;    /* last hand-over, or the first unanswered request */
-    ev_timer zygote_watch;        /* a zygote that answers no request is killed */
+    struct zygote zyg[SHARDS_MAX];
+    unsigned n_shards;            /* zygotes in zyg[], fixed at start (>= 1) */
 
     /* the supply of workers (sched.c, sched_supply_failed) */
     unsigned supply_fails;        /* failures to get a worker in a row; 0: healthy */

@@ -36,6 +36,7 @@ struct wproc {
     struct list_head node;      /* in sup->workers until reaped */
     struct list_head pool_node; /* in sup->idle while pooled */
     pid_t  pid;
+    unsigned shard;             /* the zygote that forked it (sup->zyg[shard]) */
     ev_tstamp born;             /* when its hand-over was read */
     int    fd;                  /* channel, non-blocking; -1 once closed */
     ev_io  rio, wio;

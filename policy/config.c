@@ -117,6 +117,7 @@ static const struct key_spec daemon_keys[] = {
      CONFIG_MAX_WORKERS},
     {"session_idle_timeout_ms", K_UINT, CFG(session_idle_timeout_ms), 1, DAY_MS},
     {"tool_spin_us", K_UINT, CFG(tool_spin_us), 0, CHAN_SPIN_US_MAX},
+    {"shards", K_UINT, CFG(shards), 1, CONFIG_MAX_SHARDS},
     {"write_idle_timeout_ms", K_UINT, CFG(write_idle_timeout_ms), 1000, DAY_MS},
 };
 
@@ -185,6 +186,7 @@ static int defaults_into(struct config *c)
     c->max_sessions_per_connection = 4;
     c->session_idle_timeout_ms = 300000;
     c->tool_spin_us = 200;
+    c->shards = 1;
     c->write_idle_timeout_ms = 60000;
     c->defaults = (struct limits){
         .timeout_ms = 60000,

@@ -80,6 +80,10 @@ struct config {
                                  * its channel this long at most before it
                                  * sleeps (its own CPU); default 200,
                                  * <= CHAN_SPIN_US_MAX, 0 = sleep at once */
+    unsigned shards;            /* zygotes, each pinned to one CPU with its
+                                 * workers when > 1; default 1, at most one
+                                 * per CPU the daemon may run on; read at
+                                 * start (a reload keeps the running ones) */
     /* [worker]: applied when the daemon runs as root */
     char    *worker_user;       /* owned or NULL; default "nobody" */
     char    *worker_group;      /* owned or NULL; default "nogroup" */
@@ -97,6 +101,7 @@ struct config {
 #define CONFIG_MAX_WORKERS        4096u   /* max_workers, pool_size, max_sessions,
                                            * max_sessions_per_connection */
 #define CONFIG_MAX_QUEUE          65536u
+#define CONFIG_MAX_SHARDS         64u     /* shards: SHARDS_MAX (daemon/sup.h) */
 #define CONFIG_MAX_CONNECTIONS    1048576u
 #define CONFIG_MIN_MESSAGE        128u    /* max_message_bytes */
 #define CONFIG_MAX_MESSAGE        ((size_t)63 << 20)  /* max_message_bytes, max_code_bytes */

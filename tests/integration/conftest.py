@@ -4,6 +4,9 @@ Environment (set by the Makefile's test-integration target):
   SANDBOXD_BIN       absolute path of the daemon binary (default: build/sandboxd)
   SANDBOXCTL_BIN     absolute path of the CLI (default: build/sandboxctl)
   SANDBOXD_SANITIZE  "1" for the ASan+UBSan build: every timeout is scaled x3
+  SANDBOXD_SHARDS    [daemon] shards of every test daemon (default: the
+                     daemon's, 1): `make test-integration SHARDS=2` runs the
+                     suites with a zygote per CPU
 
 Fixtures:
   daemon          module-scoped daemon with the default test config (DEFAULT_CONFIG)
@@ -76,6 +79,13 @@ DEFAULT_CONFIG = {
         "max_bindings_bytes": 100000000,
     },
 }
+
+
+SHARDS = int(os.environ.get("SANDBOXD_SHARDS") or 0)
+if SHARDS:
+    DEFAULT_CONFIG["daemon"]["shards"] = SHARDS
+# the zygotes a daemon with the test config runs
+ZYGOTES = min(SHARDS, len(os.sched_getaffinity(0))) if SHARDS > 1 else 1
 
 
 def merge_config(**sections):

@@ -143,6 +143,7 @@ static void assert_config_equal(const struct config *a, const struct config *b)
     assert_int_equal(a->max_sessions_per_connection, b->max_sessions_per_connection);
     assert_int_equal(a->session_idle_timeout_ms, b->session_idle_timeout_ms);
     assert_int_equal(a->tool_spin_us, b->tool_spin_us);
+    assert_int_equal(a->shards, b->shards);
     assert_int_equal(a->write_idle_timeout_ms, b->write_idle_timeout_ms);
     assert_opt_string_equal(a->worker_user, b->worker_user);
     assert_opt_string_equal(a->worker_group, b->worker_group);
@@ -180,6 +181,7 @@ static void test_builtin_defaults(void **state)
     assert_int_equal(c.max_sessions_per_connection, 4);
     assert_int_equal(c.session_idle_timeout_ms, 300000);
     assert_int_equal(c.tool_spin_us, 200);
+    assert_int_equal(c.shards, 1);
     assert_int_equal(c.write_idle_timeout_ms, 60000);
     assert_string_equal(c.worker_user, "nobody");
     assert_string_equal(c.worker_group, "nogroup");
@@ -245,6 +247,7 @@ static const char all_keys[] =
     "max_sessions_per_connection = 3\n"
     "session_idle_timeout_ms = 1500\n"
     "tool_spin_us = 10000\n"
+    "shards = 3\n"
     "write_idle_timeout_ms = 2500\n"
     "[worker]\n"
     "user = root\n"
@@ -301,6 +304,7 @@ static void test_every_key(void **state)
     assert_int_equal(c.max_sessions_per_connection, 3);
     assert_int_equal(c.session_idle_timeout_ms, 1500);
     assert_int_equal(c.tool_spin_us, 10000);
+    assert_int_equal(c.shards, 3);
     assert_int_equal(c.write_idle_timeout_ms, 2500);
     assert_string_equal(c.worker_user, "root");
     assert_string_equal(c.worker_group, "root");
@@ -546,6 +550,8 @@ static void test_ranges(void **state)
         {"daemon", "write_idle_timeout_ms", "1000", "999", "from 1000 to 86400000"},
         {"daemon", "write_idle_timeout_ms", "86400000", "86400001", "from 1000 to 86400000"},
         {"daemon", "tool_spin_us", "10000", "10001", "from 0 to 10000"},
+        {"daemon", "shards", "64", "65", "from 1 to 64"},
+        {"daemon", "shards", "1", "0", "from 1 to 64"},
         {"ceilings", "max_output_bytes", "1G", "1073741825", "from 0 to 1073741824"},
         {"ceilings", "max_bindings_bytes", "1G", "9223372036854775807", "from 0 to 1073741824"},
     };
