@@ -397,12 +397,17 @@ static struct zygote *shard_to_ask(struct sup *s)
 }
 
 /* The pooled worker to give the next job: the oldest one on the CPU with
- * the fewest busy workers (an idle CPU first). */
+ * the fewest busy workers (an idle CPU first).  When every CPU has one, the
+ * job's worker is unpinned (any CPU the supervisor may run on): a pinned
+ * worker cannot leave a crowded CPU for one that frees up, and a CPU-bound
+ * job would get a smaller share of a CPU than its budget assumes.  So at
+ * most one busy worker per CPU is pinned. */
 static struct wproc *pool_pick(struct sup *s)
 {
     unsigned busy[SHARDS_MAX], ready[SHARDS_MAX];
     struct wproc *best = NULL;
     struct list_head *pos;
+    cpu_set_t all;
 
     if (s->n_shards == 1)
         return list_first(&s->idle, struct wproc, pool_node);
@@ -412,6 +417,9 @@ static struct wproc *pool_pick(struct sup *s)
         if (!best || busy[w->shard] < busy[best->shard])
             best = w;
     }
+    if (busy[best->shard] > 0 && !MUTANT(SHARD_PINNED) &&
+        sched_getaffinity(0, sizeof all, &all) == 0)
+        (void)sched_setaffinity(best->pid, sizeof all, &all);   /* if refused: stays pinned */
     return best;
 }
 

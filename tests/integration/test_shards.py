@@ -71,6 +71,30 @@ def test_two_executions_at_once_run_on_both_cpus(daemon_factory):
 
 
 @NEEDS_2
+def test_a_third_execution_on_two_cpus_is_not_pinned(daemon_factory):
+    """At most one busy worker is pinned per CPU: the job that finds every
+    CPU busy goes to an unpinned worker, which can move to whichever CPU
+    frees up first (a pinned one would keep a CPU-bound job on a crowded
+    CPU, below the share its cpu_ms assumes)."""
+    d = daemon_factory(daemon={"shards": 2, "pool_size": 3, "max_workers": 3})
+    wait_until(lambda: len(d.worker_pids()) == 3, "a full pool")
+    c = d.client()
+    T = {"name": "T", "functions": ["wait"]}
+    ids = [c.send_execute("return T.wait()", tools=[T], handlers={"T.wait": lambda a: sbx.NO_REPLY})
+           for _ in range(3)]
+    c.wait_tool_call(3)
+    busy = d.worker_pids()          # max_workers 3: all three are busy
+    every = cpus_of(d.pid)
+    assert len(busy) == 3 and sorted(cpus_of(p) for p in busy) == sorted(first_cpus(2) + [every]), \
+        [(p, cpus_of(p)) for p in busy]
+    for call in c.tool_calls:
+        c.reply(call, result=7)
+    for i in ids:
+        assert c.wait(i).result["value"] == 7
+    c.close()
+
+
+@NEEDS_2
 def test_session_keeps_its_worker_across_chunks(daemon_factory):
     d = daemon_factory(daemon={"shards": 2, "pool_size": 2})
     with d.client() as c:
