@@ -296,8 +296,10 @@ void spawn_zygote_died(struct zygote *z, int status)
     zygote_poll(z);            /* hand-overs it sent before dying still count */
     zygote_close(z);
     /* children reaped before their hand-over was read: that hand-over will
-     * never come now, and a reused pid must not match a stale entry */
-    memset(s->reaped_unknown, 0, sizeof s->reaped_unknown);
+     * never come now, and a reused pid must not match a stale entry; unless
+     * another shard's zygote still owes hand-overs, which may be theirs */
+    if (s->pending <= z->pending)
+        memset(s->reaped_unknown, 0, sizeof s->reaped_unknown);
     ev_timer_stop(s->loop, &z->watch);
     z->pid = 0;
     /* its unanswered requests are no processes and no pending spawns now */
