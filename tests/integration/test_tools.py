@@ -421,17 +421,19 @@ def test_maximal_tool_list_is_validated_in_linear_time(client, daemon):
     tools = [{"name": "T%d" % i, "functions": ["f%d" % j for j in range(256)]}
              for i in range(256)]
     tools[-1]["functions"][-1] = "__module"
-    spent = {"execute": 0, "ping": 0}
-    for _ in range(3):
+    # the least of 5 interleaved rounds each: a round that other work on a
+    # loaded machine slowed (caches, a shared core) does not count
+    spent = {"execute": [], "ping": []}
+    for _ in range(5):
         for method in ("ping", "execute"):
             before = _cpu_ns(daemon.pid)
             r = client.call(method, {"code": "return 1", "tools": tools})
             client.ping()       # the allocator's deferred work for the freed tree lands here
-            spent[method] += _cpu_ns(daemon.pid) - before
+            spent[method].append(_cpu_ns(daemon.pid) - before)
             assert r.ok if method == "ping" else r.kind == "invalid_params", r
-    ratio = spent["execute"] / max(spent["ping"], 1)
+    ratio = min(spent["execute"]) / max(min(spent["ping"]), 1)
     print("tool list: %.1f ms per check, %.1f ms per parse alone, ratio %.1f"
-          % (spent["execute"] / 3e6, spent["ping"] / 3e6, ratio))
+          % (min(spent["execute"]) / 1e6, min(spent["ping"]) / 1e6, ratio))
     # 1.5-2.4 here (ASan 2.0); the quadratic duplicate scan alone (mutant
     # tools_linear) makes it 4.4-5.1, and the old code with its quadratic
     # tool-call checks too made it 30
