@@ -1,6 +1,7 @@
 /* Runs in: supervisor */
 /*
- * spawn.h - the supervisor's handle on the zygote (worker/zygote.c).
+ * spawn.h - the supervisor's handle on the zygotes (worker/zygote.c), one
+ * per shard.
  *
  * Called only in the supervisor.
  *
@@ -8,9 +9,9 @@
  * at start-up, before any client I/O.  The zygote builds the sandbox Lua
  * state and the seccomp BPF program once, then answers each one-byte spawn
  * request on FD (SOCK_SEQPACKET) by forking a worker with CLONE_PARENT, so
- * the worker is the supervisor's child, and sending back one message
- * {int32 pid, int32 err} with the supervisor's end of the worker channel
- * attached (SCM_RIGHTS).  It never sees client bytes.
+ * the worker is the supervisor's child, and sending back one struct zyg_msg
+ * (proto/chan.h) with the supervisor's end of the worker channel attached
+ * (SCM_RIGHTS).  It never sees client bytes.
  *
  * Shards ([daemon] shards): with n > 1, there are n zygotes, the first on
  * each of the first n CPUs this process may run on (sched_getaffinity), each

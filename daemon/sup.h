@@ -1,7 +1,7 @@
 /* Runs in: supervisor */
 /*
  * sup.h - the supervisor context: the one object that owns everything the
- * daemon holds (the loop, the config, the listener, the zygote, every
+ * daemon holds (the loop, the config, the listener, the zygotes, every
  * connection, execution and worker process).
  *
  * The rule: state lives here, reached through a struct sup or what it owns.
