@@ -2,7 +2,7 @@
 parallel tool calls, daemon sessions, live output, max_tool_calls."""
 
 import asyncio
-import time
+import threading
 
 import pytest
 
@@ -32,31 +32,30 @@ def test_parallel_tool_calls_overlap(sock, features):
                 order.append(i)
                 return i * 10
 
-            t0 = time.monotonic()
             r = await c.execute(
                 "return parallel(function() return T.fetch(1) end, "
                 "function() return T.fetch(2) end, function() return T.fetch(3) end, "
                 "function() return T.fetch(4) end)", tools={"T": {"fetch": fetch}})
-            took = time.monotonic() - t0
+            # the later calls answered first: they ran together, which the
+            # order shows however long a loaded machine made them take
             assert r.value == [10, 20, 30, 40] and order == [4, 3, 2, 1]
-            assert took < 0.9, "parallel tool calls ran one after another (%.2fs)" % took
-            # (one after another they take 0.4 + 0.3 + 0.2 + 0.1 = 1.0 s)
     asyncio.run(main())
 
 
 def test_parallel_sync_tools_in_threads(sock, features):
     need(features, "parallel")
 
+    together = threading.Barrier(3, timeout=30)     # broken unless all 3 run at once
+
     def slow(i):
-        time.sleep(0.5)
+        together.wait()
         return i
 
     with sandboxd.Client(sock, tool_threads=4) as c:
-        t0 = time.monotonic()
         r = c.execute("return parallel(function() return T.s(1) end, "
                       "function() return T.s(2) end, function() return T.s(3) end)",
                       tools={"T": {"s": slow}})
-        assert r.value == [1, 2, 3] and time.monotonic() - t0 < 1.2     # not 1.5
+        assert r.value == [1, 2, 3], r.value
 
 
 def test_daemon_session_keeps_functions(sock, features):
@@ -189,19 +188,19 @@ def test_daemon_session_required_but_absent(sock):
 def test_parallel_plain_functions_overlap_in_threads(sock, features):
     need(features, "parallel")
 
+    together = threading.Barrier(3, timeout=30)     # broken unless all 3 run at once
+
     def slow(i):
-        time.sleep(0.5)
+        together.wait()
         if i == 3:
             raise ValueError("three")
         return i
 
     async def main():
         async with sandboxd.AsyncClient(sock, tool_threads=4) as c:
-            t0 = time.monotonic()
             r = await c.execute("return parallel(function() return T.s(1) end, "
                                 "function() return T.s(2) end, "
                                 "function() return select(2, pcall(T.s, 3)) end)",
                                 tools={"T": {"s": slow}})
-            assert r.value == [1, 2, "T.s: ValueError: three"]
-            assert time.monotonic() - t0 < 1.2             # one after another: 1.5 s
+            assert r.value == [1, 2, "T.s: ValueError: three"], r.value
     asyncio.run(main())
