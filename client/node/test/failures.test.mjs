@@ -127,8 +127,11 @@ test('the client-side deadline covers time in the queue', async () => {
     assert.equal(e.data.client_deadline, true);
     return true;
   });
+  // not before the deadline (300 + 200 ms); how much later a loaded
+  // machine makes it is not asserted: client_deadline says it was not the
+  // daemon's answer, which could come only after the hog's 20 s
   const took = Date.now() - t0;
-  assert.ok(took >= 450 && took < 1500 * SCALE, `deadline after ${took} ms`);
+  assert.ok(took >= 450, `deadline after ${took} ms`);
   // the cancel took it out of the queue
   await until(async () => (await c.describe()).state.queued === 0, undefined, 'the queue to empty');
   // an explicit deadline
