@@ -8,7 +8,6 @@ import sbx
 from sbx import NO_REPLY
 
 T = {"name": "T", "functions": ["f"]}
-BUSY = "local t0 = os.clock() while os.clock() - t0 < %f do end\n"
 
 
 def notes_of(client, i):
