@@ -61,6 +61,12 @@
  *   gettimeofday,     os.time()/time() when the vDSO is unusable; they take
  *   time              no clock id and only write to caller memory.
  *   exit_group, exit  termination (_exit).
+ *   restart_syscall   the kernel's continuation of an allowed call that a
+ *                     stop interrupted (SIGSTOP/SIGCONT, a cgroup freeze, a
+ *                     ptrace interrupt): a poll that finds nothing ready
+ *                     while a stop is pending returns into it.  It runs only
+ *                     what the kernel saved for the interrupted call (else
+ *                     it fails with EINTR), so it adds no call of its own.
  *
  * Kill-process at once (no report, see above): rt_sigreturn and
  * rt_sigaction.  No handler in the worker returns, and the SIGSYS handler
@@ -218,6 +224,7 @@ static int exit_rules(scmp_filter_ctx ctx)
     int rc;
     TRY(allow(ctx, SCMP_SYS(exit_group)));    /* _exit() */
     TRY(allow(ctx, SCMP_SYS(exit)));          /* thread exit, for completeness */
+    TRY(allow(ctx, SCMP_SYS(restart_syscall)));   /* an interrupted call goes on */
     return 0;
 }
 
