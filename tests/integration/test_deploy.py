@@ -52,7 +52,7 @@ def wait_until(pred, timeout, what):
 
 
 def wait_log(d, pattern, timeout=5):
-    return d.wait_log(pattern, timeout)
+    return d.wait_log(pattern, timeout * SCALE)
 
 
 def describe(c):
