@@ -348,6 +348,10 @@ void sched_init(struct sup *s)
     s->pool_check.data = s;
     s->ncpu = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0
                   ? (unsigned)CPU_COUNT(&set) : 1;
+    errno = 0;          /* -1 is a nice value too: only errno tells a failure */
+    s->nice = getpriority(PRIO_PROCESS, 0);
+    if (errno != 0)
+        s->nice = 0;
 }
 
 /* ------------------------------------------------------------------ */

@@ -100,6 +100,8 @@ struct sup {
     unsigned n_idle, n_starting;
     unsigned n_killed;
     unsigned ncpu;                /* CPUs this process may run on (>= 1) */
+    int      nice;                /* this process's nice value at start: workers run at
+                                   * or below it (priority_nice) */
     pid_t    reaped_unknown[64]; /* exited before the zygote's hand-over was read */
     int      reaped_status[64];
     unsigned reaped_next;

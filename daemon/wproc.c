@@ -98,7 +98,7 @@ void wproc_apply_limits(struct wproc *w, const struct limits *lim)
      * rlimit_* fields): prlimit on a worker that runs under another uid would
      * need CAP_SYS_RESOURCE.  Raising the nice value of a process we may
      * signal needs no privilege beyond that. */
-    if (setpriority(PRIO_PROCESS, (id_t)w->pid, priority_nice(lim->priority)) != 0)
+    if (setpriority(PRIO_PROCESS, (id_t)w->pid, priority_nice(lim->priority, w->sup->nice)) != 0)
         log_debug("worker %d: setpriority: %s", (int)w->pid, strerror(errno));
 }
 

@@ -4,6 +4,7 @@
  * Contracts in limits.h.
  */
 #include "policy/limits.h"
+#include "proto/mutant.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -208,12 +209,16 @@ const char *priority_name(enum priority p)
 
 /* Workers never run above the daemon (nice 0), and never at a negative
  * nice: "high" only means "not lowered".  Unknown values get the lowest. */
-int priority_nice(enum priority p)
+int priority_nice(enum priority p, int base)
 {
+    int step = 10;
+
     switch (p) {
-    case PRIO_HIGH: return 0;
-    case PRIO_NORMAL: return 5;
+    case PRIO_HIGH: step = 0; break;
+    case PRIO_NORMAL: step = 5; break;
     case PRIO_LOW: break;
     }
-    return 10;
+    if (base < 0 || MUTANT(PRIO_BASE))  /* above normal: the daemon, not its workers */
+        base = 0;
+    return base + step < 19 ? base + step : 19;
 }

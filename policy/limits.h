@@ -99,8 +99,11 @@ json_t *limits_to_json(const struct limits *l);
 const char *priority_name(enum priority p);
 /* The priority called name, or -1. */
 int priority_from_name(const char *name);
-/* nice value a worker runs at for priority p: low 10, normal 5, high 0
- * (never below the daemon's own 0); an invalid p gets 10 */
-int priority_nice(enum priority p);
+/* The nice value a worker runs at for priority p, given the daemon's own
+ * nice value base: high base, normal base + 5, low base + 10, at most 19,
+ * so that no worker runs above the daemon however it was started (nice,
+ * systemd's Nice=).  A base below 0 counts as 0: a daemon raised above
+ * normal does not raise its untrusted workers.  An invalid p is low. */
+int priority_nice(enum priority p, int base);
 
 #endif

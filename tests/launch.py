@@ -176,7 +176,7 @@ class Daemon:
 
     def __init__(self, config=None, config_text=None, *, binary=None, socket_path=None,
                  stderr_path=None, extra_args=(), env=None, run_as=None, rlimits=None,
-                 cpus=None, prefix="sbxd-"):
+                 cpus=None, nice=0, prefix="sbxd-"):
         self.tmpdir = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
         self.run_as = run_as
         if run_as:
@@ -192,6 +192,7 @@ class Daemon:
         self.env = dict(env or {})
         self.rlimits = rlimits or {}
         self.cpus = cpus
+        self.nice = nice            # added to the daemon's nice value at its start
         self.proc = None
         self.returncode = None
 
@@ -219,7 +220,8 @@ class Daemon:
                     [binary, "-c", self.config_path, "-s", self.socket_path] + self.extra_args,
                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
                     start_new_session=True,
-                    preexec_fn=self._limit if self.rlimits or self.cpus else None, **ids)
+                    preexec_fn=self._limit if self.rlimits or self.cpus or self.nice else None,
+                    **ids)
             self.returncode = None
             self._wait_ready(ready, ready_timeout)
         finally:
@@ -254,6 +256,8 @@ class Daemon:
             resource.setrlimit(res, lim)
         if self.cpus:
             os.sched_setaffinity(0, self.cpus)
+        if self.nice:
+            os.nice(self.nice)
 
     @property
     def pid(self):

@@ -149,10 +149,10 @@ class Daemon(launch.Daemon):
     its processes."""
 
     def __init__(self, config=None, config_text=None, extra_args=(), check_stop=True,
-                 run_as=None, rlimits=None, cpus=None, env=None):
+                 run_as=None, rlimits=None, cpus=None, env=None, nice=0):
         super().__init__(config if config is not None else merge_config(), config_text,
                          binary=SANDBOXD_BIN, extra_args=extra_args, env=env, run_as=run_as,
-                         rlimits=rlimits, cpus=cpus)
+                         rlimits=rlimits, cpus=cpus, nice=nice)
         self.check_stop = check_stop
         self._clients = []
 
@@ -290,10 +290,10 @@ def daemon_factory():
     started = []
 
     def make(config_text=None, extra_args=(), check_stop=True, start=True, run_as=None,
-             rlimits=None, cpus=None, **sections):
+             rlimits=None, cpus=None, nice=0, **sections):
         d = Daemon(config=merge_config(**sections), config_text=config_text,
                    extra_args=extra_args, check_stop=check_stop, run_as=run_as, rlimits=rlimits,
-                   cpus=cpus)
+                   cpus=cpus, nice=nice)
         started.append(d)
         if start:
             d.start()

@@ -1,5 +1,7 @@
 """Resource limits and the sandbox surface (basic cases; the attack corpus lives elsewhere)."""
 
+import os
+
 import pytest
 
 import sbx
@@ -488,19 +490,38 @@ def test_prompt_available_names_exist(client):
     assert v[0] == "number"
 
 
-def test_worker_priority(client, daemon):
+def worker_nice(client, daemon, priority):
+    """The nice value of the worker that runs a chunk at priority."""
     from test_lifecycle import start_looping
-    nice = {}
-    for p in ("low", "normal"):
-        daemon.assert_no_leftovers()
-        i = start_looping(client, daemon, limits={"priority": p})
-        pids = daemon.worker_pids()
-        assert len(pids) == 1, daemon.children()
-        with open("/proc/%d/stat" % pids[0]) as f:
-            nice[p] = int(f.read().rsplit(")", 1)[1].split()[16])
-        client.cancel(i)
-        assert client.wait(i).code == -32800
-    assert nice["low"] > nice["normal"], nice
-    with open("/proc/%d/stat" % daemon.pid) as f:
+    daemon.assert_no_leftovers()
+    i = start_looping(client, daemon, limits={"priority": priority})
+    pids = daemon.worker_pids()
+    assert len(pids) == 1, daemon.children()
+    with open("/proc/%d/stat" % pids[0]) as f:
+        nice = int(f.read().rsplit(")", 1)[1].split()[16])
+    client.cancel(i)
+    assert client.wait(i).code == -32800
+    return nice
+
+
+def test_worker_priority(daemon_factory):
+    d = daemon_factory(ceilings={"priority": "high"})
+    client = d.client()
+    nice = {p: worker_nice(client, d, p) for p in ("low", "normal", "high")}
+    with open("/proc/%d/stat" % d.pid) as f:
         own = int(f.read().rsplit(")", 1)[1].split()[16])
-    assert nice["normal"] >= own, (nice, own)
+    # the daemon's own nice value plus 10, 5 and 0, at most 19 (a suite run
+    # under nice starts the daemon above 0)
+    assert nice == {"low": min(own + 10, 19), "normal": min(own + 5, 19),
+                    "high": own}, (nice, own)
+
+
+def test_no_worker_runs_above_a_niced_daemon(daemon_factory):
+    """A daemon started at nice 12 (nice(1), systemd's Nice=) runs its
+    workers at 12, 17 and 19: never above itself, though as root it could
+    lower their nice value."""
+    d = daemon_factory(nice=12 - os.getpriority(os.PRIO_PROCESS, 0),
+                       ceilings={"priority": "high"})
+    c = d.client()
+    nice = {p: worker_nice(c, d, p) for p in ("low", "normal", "high")}
+    assert nice == {"low": 19, "normal": 17, "high": 12}, nice

@@ -965,10 +965,18 @@ static void test_priorities(void **state)
     assert_string_equal(priority_name(PRIO_NORMAL), "normal");
     assert_string_equal(priority_name(PRIO_HIGH), "high");
     assert_string_equal(priority_name((enum priority)7), "unknown");
-    assert_int_equal(priority_nice(PRIO_LOW), 10);
-    assert_int_equal(priority_nice(PRIO_NORMAL), 5);
-    assert_int_equal(priority_nice(PRIO_HIGH), 0);
-    assert_int_equal(priority_nice((enum priority)7), 10);
+    assert_int_equal(priority_nice(PRIO_LOW, 0), 10);
+    assert_int_equal(priority_nice(PRIO_NORMAL, 0), 5);
+    assert_int_equal(priority_nice(PRIO_HIGH, 0), 0);
+    assert_int_equal(priority_nice((enum priority)7, 0), 10);
+    /* relative to the daemon's own nice value, at most 19 */
+    assert_int_equal(priority_nice(PRIO_HIGH, 12), 12);
+    assert_int_equal(priority_nice(PRIO_NORMAL, 12), 17);
+    assert_int_equal(priority_nice(PRIO_LOW, 12), 19);
+    assert_int_equal(priority_nice(PRIO_HIGH, 19), 19);
+    /* a daemon above normal does not raise its workers */
+    assert_int_equal(priority_nice(PRIO_HIGH, -5), 0);
+    assert_int_equal(priority_nice(PRIO_LOW, -20), 10);
 }
 
 int main(void)
