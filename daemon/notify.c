@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
+#include "proto/mutant.h"
 
 void notify_send(const char *state)
 {
@@ -28,7 +29,7 @@ void notify_send(const char *state)
     alen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
     if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
         return;
-    if (sendto(fd, state, strlen(state), MSG_NOSIGNAL | MSG_DONTWAIT,
+    if (sendto(fd, state, strlen(state), MSG_NOSIGNAL | (MUTANT(NOTIFY_WAIT) ? 0 : MSG_DONTWAIT),
                (struct sockaddr *)&addr, alen) < 0)
         log_debug("notify %s: failed", state);
     close(fd);
