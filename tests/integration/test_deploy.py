@@ -916,8 +916,13 @@ def test_daemon_works_with_the_units_capabilities(tmp_path):
             kids = [int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(p) == proc.pid]
             workers = [p for p in kids if _comm(p) == "sandboxd-worker"]
             assert workers, kids
-            st = os.stat("/proc/%d" % workers[0])
-            assert st.st_uid == pwd.getpwnam("nobody").pw_uid              # CAP_SETUID
+            # The ids from status, not the owner of /proc/PID (root for a
+            # process that is not dumpable); a worker another fork has just
+            # made may not have switched yet, so every worker gets a moment.
+            nobody = pwd.getpwnam("nobody").pw_uid
+            wait_until(lambda: all(_uids(p) in (None, [nobody] * 4) for p in workers), 5,
+                       "workers running as nobody: %s" % [(p, _uids(p)) for p in workers])
+            assert _uids(workers[0]) == [nobody] * 4                        # CAP_SETUID
             root, want = os.stat("/proc/%d/root" % workers[0]), os.stat(str(empty))
             assert (root.st_dev, root.st_ino) == (want.st_dev, want.st_ino)  # CAP_SYS_CHROOT
             assert os.getpriority(os.PRIO_PROCESS, workers[0]) == 10        # CAP_SYS_NICE
@@ -937,6 +942,18 @@ def _ppid(pid):
             return int(f.read().rsplit(")", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
         return None
+
+
+def _uids(pid):
+    """The real, effective, saved and file-system uids of pid, or None."""
+    try:
+        with open("/proc/%s/status" % pid) as f:
+            for line in f:
+                if line.startswith("Uid:"):
+                    return [int(x) for x in line.split()[1:5]]
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def _comm(pid):
