@@ -108,8 +108,7 @@ static int resume(lua_State *L, lua_State *co, int narg)
     int status, nres;
 
     if (!lua_checkstack(co, narg)) {
-        if (!MUTANT(RESUME_CHECK))
-            luaenv_check(L);        /* the growth may have been refused */
+        luaenv_check(L);            /* the growth may have been refused */
         lua_pushliteral(L, "too many arguments to resume");
         return -1;
     }
@@ -124,8 +123,7 @@ static int resume(lua_State *L, lua_State *co, int narg)
         nres = lua_gettop(co);
         if (!lua_checkstack(L, nres + 1)) {
             lua_pop(co, nres);
-            if (!MUTANT(RESUME_CHECK))
-                luaenv_check(L);
+            luaenv_check(L);
             lua_pushliteral(L, "too many results to resume");
             return -1;
         }
