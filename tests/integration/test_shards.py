@@ -4,6 +4,7 @@ worker it forks; pooled workers are asked from every shard, a session keeps
 its worker (and so its CPU), and a dead zygote is restarted on its own CPU
 while the other shards go on serving.  Nothing here asserts on timing."""
 
+import contextlib
 import os
 import signal
 import time
@@ -37,6 +38,25 @@ def first_cpus(n):
     return [str(c) for c in sorted(os.sched_getaffinity(0))[:n]]
 
 
+@contextlib.contextmanager
+def held(d, n):
+    """n executions of d held in a tool call each; yields the busy workers'
+    pids (n of them), then answers the calls and checks each value."""
+    c = d.client()
+    T = {"name": "T", "functions": ["wait"]}
+    ids = [c.send_execute("return T.wait()", tools=[T], handlers={"T.wait": lambda a: sbx.NO_REPLY})
+           for _ in range(n)]
+    c.wait_tool_call(n)
+    busy = d.worker_pids()
+    assert len(busy) == n, d.children()
+    yield busy
+    for call in c.tool_calls:
+        c.reply(call, result=7)
+    for i in ids:
+        assert c.wait(i).result["value"] == 7
+    c.close()
+
+
 @NEEDS_2
 def test_one_zygote_per_shard_each_pinned_with_its_workers(daemon_factory):
     d = daemon_factory(daemon={"shards": 2, "pool_size": 4})
@@ -56,18 +76,8 @@ def test_two_executions_at_once_run_on_both_cpus(daemon_factory):
     each) run on different CPUs, the idle CPU's worker taken second."""
     d = daemon_factory(daemon={"shards": 2, "pool_size": 2, "max_workers": 2})
     wait_until(lambda: len(d.worker_pids()) == 2, "a full pool")
-    c = d.client()
-    T = {"name": "T", "functions": ["wait"]}
-    ids = [c.send_execute("return T.wait()", tools=[T], handlers={"T.wait": lambda a: sbx.NO_REPLY})
-           for _ in range(2)]
-    c.wait_tool_call(2)
-    busy = d.worker_pids()          # max_workers 2: both are busy, none pooled
-    assert len(busy) == 2 and sorted(cpus_of(p) for p in busy) == first_cpus(2), d.children()
-    for call in c.tool_calls:
-        c.reply(call, result=7)
-    for i in ids:
-        assert c.wait(i).result["value"] == 7
-    c.close()
+    with held(d, 2) as busy:        # max_workers 2: both are busy, none pooled
+        assert sorted(cpus_of(p) for p in busy) == first_cpus(2), d.children()
 
 
 @NEEDS_2
@@ -78,20 +88,10 @@ def test_a_third_execution_on_two_cpus_is_not_pinned(daemon_factory):
     CPU, below the share its cpu_ms assumes)."""
     d = daemon_factory(daemon={"shards": 2, "pool_size": 3, "max_workers": 3})
     wait_until(lambda: len(d.worker_pids()) == 3, "a full pool")
-    c = d.client()
-    T = {"name": "T", "functions": ["wait"]}
-    ids = [c.send_execute("return T.wait()", tools=[T], handlers={"T.wait": lambda a: sbx.NO_REPLY})
-           for _ in range(3)]
-    c.wait_tool_call(3)
-    busy = d.worker_pids()          # max_workers 3: all three are busy
-    every = cpus_of(d.pid)
-    assert len(busy) == 3 and sorted(cpus_of(p) for p in busy) == sorted(first_cpus(2) + [every]), \
-        [(p, cpus_of(p)) for p in busy]
-    for call in c.tool_calls:
-        c.reply(call, result=7)
-    for i in ids:
-        assert c.wait(i).result["value"] == 7
-    c.close()
+    with held(d, 3) as busy:        # max_workers 3: all three are busy
+        every = cpus_of(d.pid)
+        assert sorted(cpus_of(p) for p in busy) == sorted(first_cpus(2) + [every]), \
+            [(p, cpus_of(p)) for p in busy]
 
 
 @NEEDS_2
