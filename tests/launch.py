@@ -15,6 +15,14 @@ The rules, for every suite:
     its owner and waits for the socket to accept a connection instead;
   * it runs in a session of its own, with SIGINT and SIGHUP at their
     default actions even when the suite runs with them ignored;
+  * it dies with the suite: a daemon started from the main thread gets
+    SIGKILL from the kernel when the process that started it ends, however
+    it ends (PR_SET_PDEATHSIG; the daemon's zygote and workers die with it
+    in turn), so a suite killed by SIGKILL or SIGTERM leaves no daemon.  The
+    kernel ties that signal to the starting *thread*, so a daemon started
+    from another thread (which may end before the test does) goes without;
+    the signal survives exec and is set after the switch to run_as's ids
+    (which would clear it);
   * it stops by SIGTERM: the stop is clean when it exits 0 within the
     timeout, its socket file is gone and its stderr holds no sanitizer
     report (AddressSanitizer, LeakSanitizer, UBSan's runtime errors).
@@ -44,8 +52,10 @@ Prints `ready SOCKET` once the daemon is ready (or `failed MESSAGE` and exits
 import argparse
 import atexit
 import copy
+import ctypes
 import os
 import re
+import resource
 import select
 import shutil
 import signal
@@ -53,6 +63,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -68,6 +79,17 @@ SANITIZER = re.compile(r"ERROR: (Address|Leak)Sanitizer|\.(c|h):\d+:\d+: runtime
 for _sig in (signal.SIGINT, signal.SIGHUP):
     if signal.getsignal(_sig) == signal.SIG_IGN:
         signal.signal(_sig, lambda *_: None)
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent):
+    """In the child before exec: SIGKILL when `parent`'s starting thread
+    ends; if the parent is already gone, now."""
+    if _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0 or os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 class StartError(AssertionError):
@@ -215,12 +237,19 @@ class Daemon:
             ids = dict(user=self.run_as[0], group=self.run_as[1], extra_groups=[])
             binary = runnable_copy(self.binary)
         try:
+            main = threading.current_thread() is threading.main_thread()
+            parent = os.getpid()
+
+            def preexec():
+                if main:
+                    _die_with(parent)
+                self._limit()
             with open(self.stderr_path, "ab") as log:
                 self.proc = subprocess.Popen(
                     [binary, "-c", self.config_path, "-s", self.socket_path] + self.extra_args,
                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
                     start_new_session=True,
-                    preexec_fn=self._limit if self.rlimits or self.cpus or self.nice else None,
+                    preexec_fn=preexec if main or self.rlimits or self.cpus or self.nice else None,
                     **ids)
             self.returncode = None
             self._wait_ready(ready, ready_timeout)
@@ -251,7 +280,8 @@ class Daemon:
                 time.sleep(0.02)
 
     def _limit(self):
-        import resource
+        if not (self.rlimits or self.cpus or self.nice):
+            return
         for res, lim in self.rlimits.items():
             resource.setrlimit(res, lim)
         if self.cpus:

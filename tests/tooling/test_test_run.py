@@ -1,11 +1,15 @@
 """scripts/test-run, make test's runner: every stage runs even after one
 failed, each stage's counts come from its runners' own summary lines, the
-table closes the run and the exit status says whether any stage failed."""
+table closes the run and the exit status says whether any stage failed;
+a suite killed leaves none of the daemons it started."""
 import os
 import pty
 import re
 import signal
 import subprocess
+import sys
+import textwrap
+import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEST_RUN = os.path.join(REPO, "scripts", "test-run")
@@ -121,3 +125,86 @@ def test_ctrl_c_ends_the_running_stage_and_the_run(tmp_path):
 def test_a_malformed_stage_is_refused():
     p = run("no command here")
     assert p.returncode == 2 and "STAGE|BUILD|COMMAND" in p.stderr
+
+
+# A pytest file whose one test starts a real daemon, writes the pids of the
+# daemon and its zygote, and waits to be killed.
+HOLDER = textwrap.dedent("""\
+    import os, sys, time
+    sys.path.insert(0, %(tests)r)
+    import launch
+
+    def children(ppid):
+        out = []
+        for d in os.listdir("/proc"):
+            try:
+                with open("/proc/%%s/stat" %% d) as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == ppid:
+                        out.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+        return out
+
+    def test_hold():
+        d = launch.Daemon({"daemon": {"pool_size": 0}}).start()
+        end = time.monotonic() + 30
+        while not children(d.pid) and time.monotonic() < end:
+            time.sleep(0.05)
+        with open(%(pids)r + ".tmp", "w") as f:
+            f.write(" ".join(str(p) for p in [os.getpid(), d.pid] + children(d.pid)))
+        os.rename(%(pids)r + ".tmp", %(pids)r)
+        time.sleep(120)
+    """)
+
+
+def holder(tmp_path):
+    pids = tmp_path / "pids"
+    test = tmp_path / "test_holder.py"
+    test.write_text(HOLDER % {"tests": os.path.dirname(os.path.dirname(TEST_RUN)) + "/tests",
+                              "pids": str(pids)})
+    return test, pids
+
+
+def read_pids(path, within=60):
+    end = time.monotonic() + within
+    while not path.exists():
+        assert time.monotonic() < end, "the suite never started its daemon"
+        time.sleep(0.05)
+    return [int(p) for p in path.read_text().split()]
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def gone(pids, within=10.0):
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        if not any(alive(p) for p in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_suite_killed_by_sigkill_leaves_no_daemon(tmp_path):
+    """The daemon (and with it its zygote) dies with the suite that started
+    it, even when nothing in the suite runs again."""
+    test, pids = holder(tmp_path)
+    p = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          str(test)], cwd=str(tmp_path), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        suite, daemon, *rest = read_pids(pids)
+        assert suite == p.pid and rest, "no zygote under the daemon"
+        assert alive(daemon)
+        p.kill()
+        p.wait()
+        assert gone([daemon] + rest), "left running: %s" % [q for q in [daemon] + rest
+                                                            if alive(q)]
+    finally:
+        p.kill()
+        p.wait()
