@@ -1,4 +1,5 @@
-// The runnable examples and the README's example work against the real daemon.
+// The runnable examples work against the real daemon (the README's example:
+// readme.test.mjs).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -35,21 +36,6 @@ test('examples/node-agent.mjs runs its three turns', async () => {
     assert.ok(turn3, stdout);
     assert.deepEqual(JSON.parse(turn3[1]), { total: 115, open_orders: 2 });
     assert.match(stdout, /^drafts: ann@example.com: Order 2; bob@example.com: Order 3$/m);
-  } finally {
-    await d.stop();
-  }
-});
-
-test("the README's example prints 21 2", async () => {
-  const readme = fs.readFileSync(path.join(HERE, '..', 'README.md'), 'utf8');
-  const code = /## Example\n\n```js\n([\s\S]*?)```/.exec(readme)[1]
-    .replace("from 'sandboxd'", `from ${JSON.stringify(path.join(HERE, '..', 'src', 'index.js'))}`);
-  const d = await startDaemon();
-  const file = path.join(d.dir, 'readme-example.mjs');
-  fs.writeFileSync(file, code.replace("'build/sandboxd.sock'", JSON.stringify(d.socketPath)));
-  try {
-    const { stdout } = await run(process.execPath, [file], { env: pipedEnv() });
-    assert.equal(stdout, 'to ann@example.com: It is 21 degrees\n21 2\n');
   } finally {
     await d.stop();
   }
