@@ -5,7 +5,8 @@
 #   make check-house  the house rules: each header names its process, no Lua on the
 #                   supervisor's side or in proto/, no include up the folders
 #   make test       every stage in TEST_STAGES below, each even when one before it
-#                   failed, then a table of counts and seconds per stage
+#                   failed, one at a time (TEST_JOBS=2: two), then a table of
+#                   counts and seconds per stage
 #   make mutation   the mutation check (its own campaign; CI runs it after make test)
 #   make test-systemd  the units under a real systemd in a booted Debian 12
 #                   container (root; CI runs it after make test)
@@ -228,10 +229,13 @@ check-house:
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/house
 
 # make test: each stage is STAGE|BUILD|COMMAND; scripts/test-run runs every
-# one even when an earlier one failed, streams its output, and ends with a
-# table of each stage's counts and seconds (also in build/test-summary.txt),
-# failing then if any stage failed.  The README's `make test` paragraph
-# says what runs on which build: keep it in step with this list.
+# one even when an earlier one failed, one at a time or TEST_JOBS at once
+# (never two on one BUILD, and those of one BUILD in this order),
+# keeps each one's output in build/test-logs, and ends with a table of each
+# stage's counts and seconds (also in build/test-summary.txt), failing then
+# if any stage failed.  The README's `make test` paragraph says what runs on
+# which build: keep it in step with this list.  A stage builds what it needs
+# in its BUILD's directory only: that is what lets two run at once.
 TEST_STAGES := \
   'house rules|-|$(MAKE) check-house' \
   'unit|build|$(MAKE) O=build test-unit' \
@@ -250,7 +254,7 @@ TEST_STAGES := \
   'precision|build|$(MAKE) O=build test-precision' \
   'tooling, README|build|$(MAKE) O=build test-tooling'
 test: deps
-	+@scripts/test-run --summary build/test-summary.txt $(TEST_STAGES)
+	+@exec scripts/test-run --summary build/test-summary.txt --logs build/test-logs $(TEST_STAGES)
 
 # The tests of make test's own machinery (tests/tooling: its runner,
 # scripts/npm-ci's messages, the bench smoke where bubblewrap cannot run,

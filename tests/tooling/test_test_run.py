@@ -1,7 +1,9 @@
 """scripts/test-run, make test's runner: every stage runs even after one
 failed, each stage's counts come from its runners' own summary lines, the
 table closes the run and the exit status says whether any stage failed;
-a suite killed leaves none of the daemons it started."""
+stages on different builds run in two lanes, never two on one build; a
+signal to the run ends every stage's processes, the daemons its suites
+started included."""
 import os
 import pty
 import re
@@ -11,13 +13,23 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEST_RUN = os.path.join(REPO, "scripts", "test-run")
 
 
-def run(*stages, summary=None):
-    argv = [TEST_RUN] + (["--summary", str(summary)] if summary else []) + list(stages)
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+def env_jobs(jobs):
+    env = {k: v for k, v in os.environ.items() if k != "TEST_JOBS"}
+    if jobs is not None:
+        env["TEST_JOBS"] = str(jobs)
+    return env
+
+
+def run(*stages, summary=None, jobs=None, logs=None):
+    argv = [TEST_RUN] + (["--summary", str(summary)] if summary else []) + \
+        (["--logs", str(logs)] if logs else []) + list(stages)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env_jobs(jobs))
 
 
 def rows(out):
@@ -33,9 +45,10 @@ def rows(out):
     return got
 
 
-def test_every_stage_runs_after_a_failure_and_the_run_fails_at_the_end(tmp_path):
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_every_stage_runs_after_a_failure_and_the_run_fails_at_the_end(tmp_path, jobs):
     p = run("first|build|echo one; exit 3", "second|build/asan|echo two",
-            summary=tmp_path / "s.txt")
+            summary=tmp_path / "s.txt", jobs=jobs)
     assert p.returncode == 1, p.stdout
     assert "one\n" in p.stdout and "two\n" in p.stdout
     t = rows(p.stdout)
@@ -112,6 +125,7 @@ def test_ctrl_c_ends_the_running_stage_and_the_run(tmp_path):
     mark = tmp_path / "second-ran"
     p = subprocess.Popen([TEST_RUN, "slow|-|echo started; sleep 30", "next|-|touch %s" % mark],
                          stdout=subprocess.PIPE, text=True, start_new_session=True,
+                         env=env_jobs(1),
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert p.stdout.readline().startswith("==== slow")
     assert p.stdout.readline() == "started\n"
@@ -125,6 +139,58 @@ def test_ctrl_c_ends_the_running_stage_and_the_run(tmp_path):
 def test_a_malformed_stage_is_refused():
     p = run("no command here")
     assert p.returncode == 2 and "STAGE|BUILD|COMMAND" in p.stderr
+
+
+def test_a_bad_test_jobs_is_refused():
+    for bad in ("0", "two", "-1"):
+        p = run("a|-|true", jobs=bad)
+        assert p.returncode == 2 and "TEST_JOBS" in p.stderr, bad
+    assert run("a|-|true", jobs="auto").returncode == 0
+
+
+def test_one_stage_at_a_time_unless_asked(tmp_path):
+    """Without TEST_JOBS the stages run in turn: the first one waits in
+    vain for what the second would make."""
+    p = run("first|build|%s" % wait_for(tmp_path / "b").replace("300", "20"),
+            "second|build/asan|touch %s" % (tmp_path / "b"))
+    assert rows(p.stdout)[("first", "build")][4] == "FAILED (exit 1)", p.stdout
+    assert rows(p.stdout)[("second", "build/asan")][4] == "ok"
+
+
+def wait_for(path):
+    """A stage command: wait up to 30 s for path, exit 1 if it never comes."""
+    return "i=0; until test -e %s; do i=$((i+1)); test $i -lt 300 || exit 1; sleep 0.1; done" % path
+
+
+def test_two_lanes_run_stages_of_different_builds_at_once(tmp_path):
+    """Each stage waits for a file the other makes: both pass only if they
+    overlap.  Each one's output is printed whole, not interleaved."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    p = run("one|build|echo one-1; touch %s; %s; echo one-2" % (a, wait_for(b)),
+            "two|build/asan|echo two-1; %s; touch %s; echo two-2" % (wait_for(a), b),
+            jobs=2, logs=tmp_path / "logs")
+    assert p.returncode == 0, p.stdout
+    assert "one-1\none-2\n" in p.stdout and "two-1\ntwo-2\n" in p.stdout
+    t = rows(p.stdout)
+    assert list(t)[:2] == [("one", "build"), ("two", "build/asan")]   # the order given
+    assert (tmp_path / "logs" / "01-one-build.log").read_text() == "one-1\none-2\n"
+    assert (tmp_path / "logs" / "02-two-build-asan.log").read_text() == "two-1\ntwo-2\n"
+
+
+def test_stages_of_one_build_never_overlap_and_keep_their_order(tmp_path):
+    """The second stage on `build` starts only once the first on it ended,
+    even with a lane free; a stage on another build takes that lane.  One
+    at a time the stages also run in the order given."""
+    first, other = tmp_path / "first-ended", tmp_path / "other-ran"
+    stages = ("first|build|%s; touch %s" % (wait_for(other), first),
+              "second|build|test -e %s && test -e %s" % (first, other),
+              "other|build/asan|touch %s" % other)
+    assert run(*stages, jobs=2).returncode == 0
+    os.unlink(first)
+    os.unlink(other)
+    p = run(*stages, jobs=1)      # one lane: `first` waits for `other` in vain
+    assert rows(p.stdout)[("first", "build")][4] == "FAILED (exit 1)"
+    assert rows(p.stdout)[("second", "build")][4] == "FAILED (exit 1)"
 
 
 # A pytest file whose one test starts a real daemon, writes the pids of the
@@ -205,6 +271,45 @@ def test_a_suite_killed_by_sigkill_leaves_no_daemon(tmp_path):
         p.wait()
         assert gone([daemon] + rest), "left running: %s" % [q for q in [daemon] + rest
                                                             if alive(q)]
+    finally:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.parametrize("to, sig", [("run", signal.SIGTERM), ("run", signal.SIGHUP),
+                                     ("make", signal.SIGTERM), ("make's group", signal.SIGHUP),
+                                     ("run", signal.SIGKILL)])
+def test_a_signal_to_the_run_leaves_nothing_of_the_stage(tmp_path, to, sig):
+    """SIGTERM or SIGHUP to the run, SIGTERM to the make whose recipe it is
+    (make passes it on to nobody and ends), SIGHUP to make's process group
+    (a closed terminal) reach the stage's suite behind a shell; the run
+    waits for it, exits 128 + the signal, and neither the suite nor its
+    daemon is left.  Even SIGKILL to the run leaves nothing of its stage."""
+    test, pids = holder(tmp_path)
+    stages = ["held|build|%s -m pytest -q -p no:cacheprovider %s; echo after"
+              % (sys.executable, test), "next|-|touch %s" % (tmp_path / "next-ran")]
+    if to != "run":                 # as the Makefile's test target runs it
+        (tmp_path / "Makefile").write_text("test:\n\t+@exec %s %s\n" % (
+            TEST_RUN, " ".join("'%s'" % st for st in stages)))
+        argv = ["make", "-s", "-f", str(tmp_path / "Makefile")]
+    else:
+        argv = [TEST_RUN] + stages
+    p = subprocess.Popen(argv, cwd=str(tmp_path), stdout=subprocess.PIPE, text=True,
+                         start_new_session=True, env=env_jobs(1))
+    try:
+        procs = read_pids(pids)
+        assert all(alive(q) for q in procs)
+        if to == "make's group":
+            os.killpg(p.pid, sig)
+        else:
+            p.send_signal(sig)
+        out = p.stdout.read()       # to its end: when the run is over, whoever ran it
+        rc = p.wait(timeout=60)
+        if to == "run" and sig != signal.SIGKILL:
+            assert rc == 128 + sig, out
+            assert rows(out)[("held", "build")][4] == "INTERRUPTED"
+        assert gone(procs), "left running: %s" % [q for q in procs if alive(q)]
+        assert not (tmp_path / "next-ran").exists()
     finally:
         p.kill()
         p.wait()
