@@ -92,6 +92,14 @@ static size_t conn_backlog_bound(const struct sup *s)
 
 static void conn_flush(struct conn *c);
 
+/* The time a peer's progress is seen: the clock's, not the iteration's. */
+static ev_tstamp progress_stamp(const struct conn *c)
+{
+    if (MUTANT(STALL_CLOCK))
+        return ev_now(c->sup->loop);    /* mutant: when the loop's iteration began */
+    return ev_time();
+}
+
 /*
  * The peer's progress is stamped with the time it is seen (ev_time(), not
  * the loop's cached ev_now(): serialising a 96 MiB answer, or a busy
@@ -106,6 +114,8 @@ static int peer_still_waited_for(struct conn *c)
 {
     if (c->fd < 0 || list_linked(&c->doomed_node) || outq_empty(&c->out))
         return 0;
+    if (MUTANT(STALL_CLOCK))
+        return 1;                       /* mutant: judged on the last write seen */
     conn_flush(c);
     return c->fd >= 0 && !list_linked(&c->doomed_node) && !outq_empty(&c->out);
 }
@@ -340,7 +350,7 @@ static void conn_flush(struct conn *c)
     if (st != OUTQ_AGAIN && cap >= SUP_TRIM_BYTES)
         sup_trim();                     /* a large answer's buffer is gone */
     if (outq_pending(&c->out) < before)
-        c->out_progress = ev_time();    /* seen now (peer_still_waited_for) */
+        c->out_progress = progress_stamp(c);    /* seen now (peer_still_waited_for) */
     account_output(c);
     switch (st) {
     case OUTQ_AGAIN:
@@ -468,8 +478,8 @@ int conn_send_spliced(struct conn *c, const json_t *msg, const struct jp_splice 
         return 0;               /* cannot serialise: drop it, keep the connection */
     TRACE(TR_ANSWER);
     if (outq_empty(&c->out))
-        c->out_progress = ev_time();    /* the peer's clock starts now, not when the
-                                         * loop's iteration did */
+        c->out_progress = progress_stamp(c);    /* the peer's clock starts now, not
+                                                 * when the loop's iteration did */
     rc = outq_append(&c->out, line, len, SIZE_MAX);
     free(line);
     if (rc < 0) {

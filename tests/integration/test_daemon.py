@@ -590,6 +590,60 @@ def test_write_idle_timeout(daemon_factory):
     slow.close()
 
 
+def _wait_state(pid, states, timeout=60 * SCALE):
+    """Wait until pid's /proc state is one of states (a safety net of a
+    minute: a signal is acted on as soon as the process is scheduled)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = read_proc_stat(pid)
+        if st and st[1] in states:
+            return
+        assert time.monotonic() < deadline, "pid %d never reached state %s: %r" % (
+            pid, states, st)
+        time.sleep(0.01)
+
+
+def test_a_peer_that_reads_while_the_daemon_is_stopped_keeps_its_answer(daemon_factory):
+    """A peer's write clock runs on the peer's progress, never on the
+    daemon's own absence: the daemon is stopped (SIGSTOP) with an answer
+    four times the socket's size half written, its peer takes every byte
+    the socket holds, and the daemon stays stopped for more than twice
+    write_idle_timeout_ms.  When it runs again, the timer that fell due
+    meanwhile (libev runs it before the write watcher of the same
+    iteration) first writes what the socket takes, sees the peer's progress
+    and keeps the connection; the whole answer arrives.  Judged on the
+    last write before the stop, or on the iteration's start time, the peer
+    would look idle for the whole stop and be disconnected."""
+    d = daemon_factory(daemon={"write_idle_timeout_ms": 2000})
+    s = _raw_execute(d.socket_path, PRINT_CONTROL % 4, {})   # 256 KiB of \u0001: 1.5 MiB
+    s.settimeout(60 * SCALE)                # a safety net: the answer's first bytes
+    first = s.recv(1, socket.MSG_PEEK)
+    assert first == b"{", first
+    d.signal(signal.SIGSTOP)
+    try:
+        _wait_state(d.pid, "T")
+        got = b""
+        s.setblocking(False)
+        while True:                         # what the socket holds; no more comes
+            try:
+                chunk = s.recv(1 << 20)
+            except BlockingIOError:
+                break
+            assert chunk, "EOF while the daemon is stopped"
+            got += chunk
+        assert 0 < len(got) < 1 << 20, len(got)
+        time.sleep(2.5 * 2.0)               # the stop: 2.5 x write_idle_timeout_ms
+    finally:
+        d.signal(signal.SIGCONT)
+    s.setblocking(True)
+    got += _read_line(s, 60 * SCALE)        # a safety net: the rest of the answer
+    s.close()
+    r = json.loads(got)
+    assert r["id"] == 1 and r["result"]["output"] == ("\x01" * 65535 + "\n") * 4, \
+        (len(got), r.get("error"))
+    assert "peer took no byte" not in d.stderr, d.stderr[-2000:]
+
+
 def test_max_backlog_bytes_bounds_all_connections(daemon_factory):
     """Three peers that do not read, 18, 24 and 18 MiB of answers, against a
     total of 56 MiB (the least these ceilings allow: one answer's output
