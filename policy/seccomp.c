@@ -224,7 +224,8 @@ static int exit_rules(scmp_filter_ctx ctx)
     int rc;
     TRY(allow(ctx, SCMP_SYS(exit_group)));    /* _exit() */
     TRY(allow(ctx, SCMP_SYS(exit)));          /* thread exit, for completeness */
-    TRY(allow(ctx, SCMP_SYS(restart_syscall)));   /* an interrupted call goes on */
+    if (!MUTANT(RESTART_SYSCALL))   /* the mutant: a stop during a look kills the worker */
+        TRY(allow(ctx, SCMP_SYS(restart_syscall)));   /* an interrupted call goes on */
     return 0;
 }
 
