@@ -130,11 +130,16 @@ static int seen(const json_t *set, const json_t *arr, const char *key)
     json_t *g;
 
     if (MUTANT(TOOLS_LINEAR)) {         /* mutant: the quadratic scan */
-        json_array_foreach(arr, k, g)
+        json_array_foreach(arr, k, g) {
+            if (tools_probe)
+                tools_probe();
             if (strcmp(entry_name(g), key) == 0)
                 return 1;
+        }
         return 0;
     }
+    if (tools_probe)
+        tools_probe();
     return json_object_get(set, key) != NULL;
 }
 

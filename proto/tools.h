@@ -30,6 +30,11 @@
  *    entry (borrowed from index).
  *  - tools_arity_ok(): whether a call with n arguments is allowed by entry
  *    (every count when it names no arities).
+ *  - tools_probe(): defined by no program; tools_norm() calls it, when a
+ *    test defines it, once for each entry a duplicate check looks at (one
+ *    per name checked: one hash lookup), so tests/unit/test_tools.c tells a
+ *    quadratic check by its count, not by its time.  A weak reference: in
+ *    the daemon and sandboxctl it is NULL and nothing is called.
  */
 #ifndef SANDBOXD_TOOLS_H
 #define SANDBOXD_TOOLS_H
@@ -47,5 +52,6 @@ json_t *tools_norm(const json_t *tools, json_t **index, char *err, size_t errlen
 const json_t *tools_find(const json_t *index, const char *name, const char *fn,
                          const json_t **tool_out);
 int tools_arity_ok(const json_t *entry, size_t n);
+void tools_probe(void) __attribute__((weak));
 
 #endif

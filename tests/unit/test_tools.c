@@ -265,6 +265,48 @@ static void test_bounds(void **state)
     }
 }
 
+/* The entries the duplicate checks look at (tools.h: tools_probe). */
+static unsigned long probes;
+
+void tools_probe(void)
+{
+    probes++;
+}
+
+/* Every name is checked for a duplicate by one hash lookup: a maximal list
+ * (TOOLS_MAX tools of TOOLS_MAX_FUNCTIONS functions) costs one probe per
+ * name, 65792, where a scan of the entries so far costs 8388480.  Counted,
+ * not timed, so a loaded machine cannot move it. */
+static void test_duplicate_checks_are_linear(void **state)
+{
+    json_t *tools = json_array(), *index = NULL, *out, *fns;
+    unsigned long names = TOOLS_MAX + TOOLS_MAX * TOOLS_MAX_FUNCTIONS;
+    char err[256];
+    size_t i;
+
+    (void)state;
+    for (i = 0; i < TOOLS_MAX; i++) {
+        json_t *t = tool_i(i);
+        json_object_set_new(t, "functions", list_of(TOOLS_MAX_FUNCTIONS, fn_i));
+        json_array_append_new(tools, t);
+    }
+    probes = 0;
+    out = tools_norm(tools, &index, err, sizeof err);
+    assert_non_null(out);
+    assert_int_equal(probes, names);
+    json_decref(out);
+    json_decref(index);
+
+    /* refused by its very last name: every check ran, each once */
+    fns = json_object_get(json_array_get(tools, TOOLS_MAX - 1), "functions");
+    json_array_set_new(fns, TOOLS_MAX_FUNCTIONS - 1, json_string("f0"));
+    probes = 0;
+    assert_null(tools_norm(tools, &index, err, sizeof err));
+    assert_non_null(strstr(err, "function f0 declared twice"));
+    assert_int_equal(probes, names);
+    json_decref(tools);
+}
+
 /* A message longer than the buffer is cut, still NUL-terminated. */
 static void test_short_buffer(void **state)
 {
@@ -287,6 +329,7 @@ int main(void)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_short_buffer),
+        cmocka_unit_test(test_duplicate_checks_are_linear),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
