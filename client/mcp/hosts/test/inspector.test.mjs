@@ -10,20 +10,58 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setup, SCALE } from './setup.mjs';
+import { setup, SCALE, BRIDGE, MCP, TOY } from './setup.mjs';
 
 const INSPECTOR = path.join(path.dirname(fileURLToPath(import.meta.url)),
   '..', 'node_modules', '@modelcontextprotocol', 'inspector', 'cli', 'build', 'cli.js');
+const README = fs.readFileSync(path.join(MCP, 'README.md'), 'utf8');
+const EVERYTHING = path.join(MCP, 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
 
 let env;
+let servers;    // servers.json of the README's commands: the toy server and everything
+let hostJson;   // the README's host config block, its paths put in place
 
 before(async () => {
   env = await setup('inspector');
+  servers = path.join(env.dir, 'readme-servers.json');
+  fs.writeFileSync(servers, JSON.stringify({ mcpServers: {
+    toy: { command: process.execPath, args: [TOY, 'inspector'] },
+    everything: { command: process.execPath, args: [EVERYTHING, 'stdio'] },
+  } }));
+  const block = /```json\n(\{\n  "mcpServers": \{\n    "sandboxd"[\s\S]*?)```/.exec(README)[1];
+  hostJson = path.join(env.dir, 'host.json');
+  fs.writeFileSync(hostJson, block.replace('/path/to/sandboxd/client/mcp/', `${MCP}/`)
+    .replace('/path/to/servers.json', servers).replace('/run/sandboxd/sandboxd.sock', env.daemon.socketPath));
 });
 
 after(async () => {
   await env?.stop();
 });
+
+/**
+ * The README's Inspector commands (its ```sh blocks under "Under the MCP
+ * Inspector", and the form in the prose that fails), each as the argv to
+ * run: `npx @modelcontextprotocol/inspector` is the Inspector installed
+ * here, `node` this node, sandboxd-mcp.js the bridge, servers.json and
+ * host.json the files above; after `--` the bridge also gets the daemon's
+ * socket.  readme.test.mjs in client/mcp checks that this suite reads them.
+ */
+function readmeCommands() {
+  const text = README.replace(/\\\n\s*/g, '').replace(/`npx @modelcontextprotocol\/inspector ([^`]*)`/g,
+    (m) => m.replace(/\s+/g, ' '));
+  const cmds = [...text.matchAll(/^`?(npx @modelcontextprotocol\/inspector [^`\n]*)`?/gm)].map((m) => m[1]);
+  const prose = /`(npx @modelcontextprotocol\/inspector --cli node [^`]*)`/.exec(text)[1];
+  return [...cmds, prose].map((cmd) => {
+    assert.ok(!/["\\$]/.test(cmd), cmd);
+    const words = [...cmd.matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]);
+    assert.deepEqual(words.slice(0, 2), ['npx', '@modelcontextprotocol/inspector']);
+    const argv = words.slice(2).map((w) => ({
+      node: process.execPath, 'sandboxd-mcp.js': BRIDGE, 'servers.json': servers, 'host.json': hostJson,
+    })[w] ?? w);
+    if (argv.includes('--')) argv.push('--socket', env.daemon.socketPath);
+    return { cmd, argv };
+  });
+}
 
 function inspector(args) {
   return new Promise((resolve) => {
@@ -45,30 +83,33 @@ const json = (r) => {
   return JSON.parse(r.out);
 };
 
-test('`--` before node: tools/list, then tools/call with --tool-arg before --method', async () => {
-  const list = json(await inspector(['--cli', '--method', 'tools/list', '--', process.execPath, ...env.bridgeArgs()]));
-  assert.deepEqual(list.tools.map((t) => t.name), ['execute_lua']);
-  assert.match(list.tools[0].description, /toy\.slow\(\{ms\?: number\}\)/);
+test("the README's commands: `--` before node, then --tool-arg before --method", async () => {
+  const cmds = readmeCommands();
+  assert.equal(cmds.length, 4, cmds.map((c) => c.cmd).join('\n'));
+  const [list, call] = cmds;
+  const tools = json(await inspector(list.argv));
+  assert.deepEqual(tools.tools.map((t) => t.name), ['execute_lua']);
+  assert.match(tools.tools[0].description, /toy\.slow\(\{ms\?: number\}\)/);
   // --tool-arg takes several values: given last, it would take the bridge's command too
-  const call = json(await inspector(['--cli', '--tool-arg', 'code=function f(x) return x * 2 end return {f(21), toy.pid().pid > 0}',
-    '--method', 'tools/call', '--tool-name', 'execute_lua', '--', process.execPath, ...env.bridgeArgs()]));
-  assert.deepEqual(call.structuredContent.value, [42, true]);
-  assert.equal(call.content[0].text, '[\n 42,\n true\n]');
-  assert.equal(call.isError, undefined);
+  const r = json(await inspector(call.argv));
+  assert.equal(r.structuredContent.value, 'The sum of 1 and 2 is 3.');
+  assert.equal(r.content[0].text, '"The sum of 1 and 2 is 3."');
+  assert.equal(r.isError, undefined);
 });
 
+// The README's host config form, its code replaced by one that fails.
 test('a host config (--config FILE --server NAME): isError and structuredContent both shown', async () => {
-  const host = path.join(env.dir, 'host.json');
-  fs.writeFileSync(host, JSON.stringify({ mcpServers: { sandboxd: { command: process.execPath, args: env.bridgeArgs() } } }));
-  const r = json(await inspector(['--cli', '--config', host, '--server', 'sandboxd', '--method', 'tools/call',
-    '--tool-name', 'execute_lua', '--tool-arg', "code=print('before') error('boom')"]));
+  const [, , hostCall] = readmeCommands();
+  const r = json(await inspector(hostCall.argv.map((a) => (a.startsWith('code=') ? "code=print('before') error('boom')" : a))));
   assert.equal(r.isError, true);
   assert.equal(r.structuredContent.error.kind, 'runtime_error');
   assert.match(r.content[0].text, /^error \(runtime_error\): input:1: boom\n\nprinted before the error:\nbefore\n/);
 });
 
-test("without `--` the Inspector's own --config takes the bridge's (the clash the README explains)", async () => {
-  const r = await inspector(['--cli', process.execPath, ...env.bridgeArgs(), '--method', 'tools/list']);
+test("without `--` the Inspector's own --config takes the bridge's (the README's failing form)", async () => {
+  const { cmd, argv } = readmeCommands()[3];
+  assert.ok(!argv.includes('--'), cmd);
+  const r = await inspector([...argv, '--method', 'tools/list']);
   assert.notEqual(r.status, 0);
   assert.match(r.err + r.out, /Both --config and --server must be provided together/);
 });
