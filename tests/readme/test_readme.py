@@ -308,10 +308,12 @@ def run_npm_install_node(checkout, cmd):
 
 def inspector_cli(checkout, cmd):
     """The MCP Inspector's CLI is downloaded from npm: client/mcp/hosts
-    runs this very form (--cli --method tools/list -- node BRIDGE ...) from
-    its locked copy in make test's Node stage."""
+    runs the Inspector commands of client/mcp/README.md, this one among
+    them, from its locked copy in make test's Node stage."""
+    with open(os.path.join(REPO, "client", "mcp", "README.md")) as f:
+        assert "\n" + cmd + "\n" in f.read()
     with open(os.path.join(REPO, "client", "mcp", "hosts", "test", "inspector.test.mjs")) as f:
-        assert "'--cli', '--method', 'tools/list', '--', process.execPath" in f.read()
+        assert "const [list, call] = cmds;" in f.read()
 
 
 # `command` in the prose: its check.  Make targets are run by hand, by CI or
