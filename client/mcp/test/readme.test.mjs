@@ -143,10 +143,14 @@ async function serversJson(body) {
   for (const t of cfg.mcpServers.filesystem.deny) assert.ok(!listing.includes(`filesystem.${t}(`), t);
 }
 
-/** The host's block: the bridge the tests talk to was started from it. */
+/** The host's block: the bridge the tests talk to was started from it;
+ * its description, with the servers above and the default budget, is as
+ * long as the Catalog section says. */
 async function hostConfig() {
   const { tools } = await host.listTools();
   assert.deepEqual(tools.map((t) => t.name), ['execute_lua']);
+  const said = /with the default budget it is ([\d,]+),/.exec(README.text.replace(/\s+/g, ' '))[1];
+  assert.equal(tools[0].description.length, Number(said.replace(/,/g, '')));
 }
 
 /** The Inspector's commands: run as written by client/mcp/hosts's
