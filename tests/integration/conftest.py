@@ -127,6 +127,28 @@ def children_of(ppid):
     return out
 
 
+def timed_out_past(client, code, calls=1, first_ms=300, **kw):
+    """Execute `code` until it times out after making `calls` tool calls: with
+    timeout_ms = first_ms, doubled while an execution timed out before those
+    calls came.  A timeout test asserts on what the chunk did before its
+    timeout (output printed, calls outstanding), and under load a worker can
+    start, or get the CPU, later than any fixed timeout (the timeout bounds
+    STARTING, then RUNNING afresh: docs/architecture.md); the calls show that
+    the chunk got there, whatever the load.  Returns the timeout answer and
+    its timeout_ms."""
+    ms = first_ms
+    while True:
+        n = len(client.tool_calls)
+        r = client.execute(code, timeout_ms=ms, **kw)
+        assert r.kind == "timeout", r
+        made = len(client.tool_calls) - n
+        if made >= calls:
+            return r, ms
+        assert ms < 20000 * SCALE, \
+            "%d of %d tool calls before a timeout of %d ms: %r" % (made, calls, ms, r)
+        ms *= 2
+
+
 def wait_in_read(pid, fd=3, timeout=5.0 * SCALE):
     """Wait until pid sleeps in read(2) on fd (a worker's channel is 3): a
     process blocked there uses no CPU until something is written to it."""

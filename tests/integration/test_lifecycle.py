@@ -9,7 +9,7 @@ import pytest
 
 import sbx
 from sbx import NO_REPLY
-from conftest import ZYGOTES
+from conftest import ZYGOTES, timed_out_past
 
 T = [{"name": "T", "functions": ["ready", "wait", "f"]}]
 
@@ -29,31 +29,31 @@ def start_looping(c, daemon, code="print('pre') T.ready() while true do end", **
 
 def test_timeout(client, daemon):
     t0 = time.monotonic()
-    r = client.execute("print('before loop') while true do end", timeout_ms=300)
+    r, ms = timed_out_past(client, "print('before loop') T.ready() while true do end",
+                           tools=T, handlers={"T.ready": lambda a: True})
     elapsed = time.monotonic() - t0
     assert r.code == -32003 and r.kind == "timeout", r
     assert "before loop" in (r.data.get("output") or ""), r
     assert isinstance(r.data.get("stats"), dict), r
-    assert elapsed >= 0.25, "timed out too early: %.3fs" % elapsed
+    assert elapsed >= ms / 1000 - 0.05, "timed out too early: %.3fs of %d ms" % (elapsed, ms)
     daemon.assert_no_leftovers()
     client.ping()
 
 
 def test_timeout_counts_tool_wait(client, daemon):
-    i = client.send_execute("print('asking') return T.wait()", tools=T, timeout_ms=300,
-                            handlers={"T.wait": lambda a: NO_REPLY})
-    r = client.wait(i)
+    r, _ = timed_out_past(client, "print('asking') return T.wait()", tools=T,
+                          handlers={"T.wait": lambda a: NO_REPLY})
     assert r.code == -32003 and r.kind == "timeout", r
     assert "asking" in (r.data.get("output") or "")
     # a late answer to the dead execution's tool call is ignored
-    client.reply(client.deferred[0], 1)
+    client.reply(client.deferred[-1], 1)
     client.assert_quiet_until_ping()
     daemon.assert_no_leftovers()
 
 
 def test_timeout_in_pcall_not_catchable(client, daemon):
-    r = client.execute("local ok = pcall(function() while true do end end) return 'escaped'",
-                       timeout_ms=300)
+    r, _ = timed_out_past(client, "local ok = pcall(function() T.ready() while true do end end)"
+                          " return 'escaped'", tools=T, handlers={"T.ready": lambda a: True})
     assert r.code == -32003, r
     daemon.assert_no_leftovers()
 

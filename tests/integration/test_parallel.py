@@ -8,6 +8,7 @@ import pytest
 
 import sbx
 from sbx import NO_REPLY, ToolError
+from conftest import timed_out_past
 
 T = {"name": "T", "functions": ["f", "g"]}
 
@@ -211,10 +212,9 @@ def test_memory_limit_with_calls_outstanding(client):
 
 
 def test_timeout_with_calls_outstanding(client):
-    i = client.send_execute("return parallel(function() return T.f(1) end, function() return T.f(2) end)",
-                            tools=[T], handlers={"T.f": lambda a: NO_REPLY}, timeout_ms=500)
-    hold_all(client, 2)
-    r = client.wait(i)
+    r, _ = timed_out_past(client, "return parallel(function() return T.f(1) end,"
+                          " function() return T.f(2) end)", calls=2, first_ms=500,
+                          tools=[T], handlers={"T.f": lambda a: NO_REPLY})
     assert r.kind == "timeout", r
     assert r.data["stats"]["tool_calls"] == 2
 

@@ -6,6 +6,7 @@ import time
 
 import sbx
 from sbx import NO_REPLY
+from conftest import timed_out_past
 
 T = {"name": "T", "functions": ["f"]}
 
@@ -90,8 +91,8 @@ def test_stream_before_an_error(client):
 
 
 def test_stream_before_a_limit(client):
-    r = client.exec_err("print('going') while true do end", kind="timeout", timeout_ms=300,
-                        stream_output=True)
+    r, _ = timed_out_past(client, "print('going') T.f() while true do end", tools=[T],
+                          handlers={"T.f": lambda a: True}, stream_output=True)
     assert "".join(notes_of(client, r.id)) == r.data["output"] == "going\n"
 
 
