@@ -115,6 +115,13 @@
             return rc;            \
     } while (0)
 
+/* Argument n of the call equal to a: what SCMP_An(SCMP_CMP_EQ, a) builds,
+ * with every field named.  libseccomp's macro leaves datum_b to implicit
+ * zeroing, which -Wmissing-field-initializers (clang's -Wextra) rejects. */
+#define ARG_EQ(n, a)                                                     \
+    ((struct scmp_arg_cmp){ .arg = (n), .op = SCMP_CMP_EQ,               \
+                            .datum_a = (scmp_datum_t)(a), .datum_b = 0 })
+
 /* The clock ids a worker may read (see the header comment). */
 static const int allowed_clocks[] = {
     CLOCK_REALTIME,         CLOCK_MONOTONIC,       CLOCK_PROCESS_CPUTIME_ID,
@@ -154,14 +161,14 @@ static int channel_rules(scmp_filter_ctx ctx, int chan_fd)
 {
     int rc;
     /* the job frame and tool results */
-    TRY(allow1(ctx, SCMP_SYS(read), SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)chan_fd)));
+    TRY(allow1(ctx, SCMP_SYS(read), ARG_EQ(0, (scmp_datum_t)chan_fd)));
     /* output, tool calls, the end frame */
-    TRY(allow1(ctx, SCMP_SYS(write), SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)chan_fd)));
+    TRY(allow1(ctx, SCMP_SYS(write), ARG_EQ(0, (scmp_datum_t)chan_fd)));
     /* a look at the channel before a wait: one descriptor, no wait */
     if (MUTANT(POLL_NOWAIT))
-        TRY(allow1(ctx, SCMP_SYS(poll), SCMP_A1(SCMP_CMP_EQ, 1)));    /* mutant: may wait */
+        TRY(allow1(ctx, SCMP_SYS(poll), ARG_EQ(1, 1)));    /* mutant: may wait */
     else
-        TRY(allow2(ctx, SCMP_SYS(poll), SCMP_A1(SCMP_CMP_EQ, 1), SCMP_A2(SCMP_CMP_EQ, 0)));
+        TRY(allow2(ctx, SCMP_SYS(poll), ARG_EQ(1, 1), ARG_EQ(2, 0)));
     return 0;
 }
 
@@ -181,8 +188,8 @@ static int memory_rules(scmp_filter_ctx ctx)
     TRY(allow1(ctx, SCMP_SYS(mremap),
                SCMP_A3(SCMP_CMP_MASKED_EQ, ~(scmp_datum_t)MREMAP_MAYMOVE, 0)));
     /* glibc trimming */
-    TRY(allow1(ctx, SCMP_SYS(madvise), SCMP_A2(SCMP_CMP_EQ, MADV_DONTNEED)));
-    TRY(allow1(ctx, SCMP_SYS(madvise), SCMP_A2(SCMP_CMP_EQ, MADV_FREE)));
+    TRY(allow1(ctx, SCMP_SYS(madvise), ARG_EQ(2, MADV_DONTNEED)));
+    TRY(allow1(ctx, SCMP_SYS(madvise), ARG_EQ(2, MADV_FREE)));
     return 0;
 }
 
@@ -191,7 +198,7 @@ static int clock_rules(scmp_filter_ctx ctx)
 {
     int rc;
     for (size_t i = 0; i < sizeof allowed_clocks / sizeof allowed_clocks[0]; i++) {
-        struct scmp_arg_cmp id = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)allowed_clocks[i]);
+        struct scmp_arg_cmp id = ARG_EQ(0, (scmp_datum_t)allowed_clocks[i]);
         TRY(allow1(ctx, SCMP_SYS(clock_gettime), id)); /* os.clock, sort seed */
         TRY(allow1(ctx, SCMP_SYS(clock_getres), id));  /* harmless twin */
     }
@@ -212,9 +219,9 @@ static int rlimit_rules(scmp_filter_ctx ctx)
 
     for (size_t i = 0; i < sizeof resources / sizeof resources[0]; i++)
         TRY(seccomp_rule_add_exact(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 3,
-                                   SCMP_A0(SCMP_CMP_EQ, 0),
-                                   SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)resources[i]),
-                                   SCMP_A3(SCMP_CMP_EQ, 0)));
+                                   ARG_EQ(0, 0),
+                                   ARG_EQ(1, (scmp_datum_t)resources[i]),
+                                   ARG_EQ(3, 0)));
     return 0;
 }
 
@@ -259,10 +266,10 @@ static int sanitizer_rules(scmp_filter_ctx ctx)
 {
     int rc;
     /* sanitizer-only: shadow re-mapping */
-    TRY(allow1(ctx, SCMP_SYS(madvise), SCMP_A2(SCMP_CMP_EQ, MADV_NOHUGEPAGE)));
-    TRY(allow1(ctx, SCMP_SYS(madvise), SCMP_A2(SCMP_CMP_EQ, MADV_DONTDUMP)));
+    TRY(allow1(ctx, SCMP_SYS(madvise), ARG_EQ(2, MADV_NOHUGEPAGE)));
+    TRY(allow1(ctx, SCMP_SYS(madvise), ARG_EQ(2, MADV_DONTDUMP)));
     /* sanitizer-only: __asan_handle_no_return's query, never a set */
-    TRY(allow1(ctx, SCMP_SYS(sigaltstack), SCMP_A0(SCMP_CMP_EQ, 0)));
+    TRY(allow1(ctx, SCMP_SYS(sigaltstack), ARG_EQ(0, 0)));
     return 0;
 }
 #endif
