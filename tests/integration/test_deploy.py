@@ -348,13 +348,14 @@ def test_notify_abstract_socket_and_watchdog(daemon_factory, notify_socket):
     n = notify_socket(abstract=True, watchdog_usec=200000)
     d = daemon_factory()
     n.expect("READY=1")
-    t0 = time.monotonic()
-    for _ in range(4):                          # every 0.1 s
-        n.expect("WATCHDOG=1", timeout=2)
-    assert time.monotonic() - t0 < 2 * SCALE
+    # pings keep coming (each waited for with a safety net of a minute), at
+    # half WATCHDOG_USEC as the daemon's timer is set: the period its log
+    # states, not one measured on a machine that may be loaded
+    for _ in range(4):
+        n.expect("WATCHDOG=1", timeout=60)
     with d.client() as c:
         c.ping()
-    assert "systemd watchdog" in d.stderr
+    d.wait_log(r"systemd watchdog: WATCHDOG=1 every 0\.100 s while workers can be started")
 
 
 def test_watchdog_pid_of_another_process_is_ignored(daemon_factory, notify_socket, monkeypatch):
@@ -466,7 +467,7 @@ def test_watchdog_only_while_workers_can_be_started(daemon_factory, notify_socke
     health, metrics = scrape_health(c)
     assert health["can_start_workers"] and health["cannot_start_workers_since"] is None, health
     assert metrics["sandboxd_can_start_workers"] == 1, metrics
-    n.expect("WATCHDOG=1", timeout=2)
+    n.expect("WATCHDOG=1", timeout=60)         # a safety net: the pings go on
     assert c.value("return 'back'") == "back"
 
 
@@ -527,7 +528,7 @@ def test_socket_activation_rejects_a_non_listening_fd(tmp_path):
 # ------------------------------------------------------------------ graceful shutdown
 
 def test_graceful_shutdown_with_executions_in_flight(daemon_factory):
-    grace_ms = 1500 * SCALE
+    grace_ms = 4000 * SCALE     # room for the steps before the reply on a loaded machine
     d = daemon_factory(check_stop=False, daemon={"shutdown_grace_ms": grace_ms})
     c = d.client()
     finishing = c.send_execute("local v = T.wait() return 'finished ' .. v", tools=T,
@@ -540,7 +541,7 @@ def test_graceful_shutdown_with_executions_in_flight(daemon_factory):
     t0 = time.monotonic()
     d.signal(signal.SIGTERM)
     # no new connections: the socket file goes at once
-    wait_until(lambda: not os.path.exists(d.socket_path), 2, "the socket file to go")
+    wait_until(lambda: not os.path.exists(d.socket_path), 60, "the socket file to go")
     with pytest.raises(OSError):
         sbx.Client(d.socket_path, timeout=1)
     # an execution that finishes within the grace period is answered normally
@@ -560,12 +561,15 @@ def test_graceful_shutdown_with_executions_in_flight(daemon_factory):
 
 
 def test_idle_daemon_with_warm_pool_stops_at_once(daemon_factory):
-    d = daemon_factory(check_stop=False, daemon={"pool_size": 4, "shutdown_grace_ms": 20000})
-    wait_until(lambda: len(d.worker_pids()) >= 4, 5, "the warm pool")
-    t0 = time.monotonic()
+    # a grace of a day, the most the config takes: a daemon that waited for
+    # its idle workers would still run when the safety net (minutes) ends
+    d = daemon_factory(check_stop=False, daemon={"pool_size": 4, "shutdown_grace_ms": 86400000})
+    wait_until(lambda: len(d.worker_pids()) >= 4, 60, "the warm pool")
     d.signal(signal.SIGTERM)
-    assert d.proc.wait(15 * SCALE) == 0, d.stderr
-    assert time.monotonic() - t0 < 3 * SCALE, "idle workers held the shutdown"
+    try:
+        assert d.proc.wait(120 * SCALE) == 0, d.stderr
+    except subprocess.TimeoutExpired:
+        raise AssertionError("idle workers held the shutdown: %s" % d.stderr[-2000:])
     assert not os.path.exists(d.socket_path)
 
 

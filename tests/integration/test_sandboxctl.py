@@ -735,11 +735,11 @@ def test_ctrl_c_cancels_exit_4(daemon):
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     wait_for_cpu_worker(daemon)
-    t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
+    # the chunk never ends: exit 4 with `cancelled` is the Ctrl-C's doing (its
+    # timeout would be exit 3); RUN_TIMEOUT is only a safety net
     stdout, stderr = proc.communicate(timeout=RUN_TIMEOUT)
     assert proc.returncode == 4, stderr
-    assert time.monotonic() - t0 < 5 * SCALE
     text = stderr.decode()
     assert "cancel" in text
     assert "started\n" in text                  # output before the cancel
@@ -784,25 +784,25 @@ def test_ctrl_c_kills_running_tool_command(daemon, tmpdir_path):
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     cmdline = b"sleep\0" + seconds.encode() + b"\0"
-    deadline = time.monotonic() + 10 * SCALE
+    deadline = time.monotonic() + 60 * SCALE        # safety nets, not measures
     while not (os.path.exists(marker) and procs_with_cmdline(cmdline)):
         assert time.monotonic() < deadline, "the tool command never started"
         time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=10 * SCALE)
+    _, stderr = proc.communicate(timeout=RUN_TIMEOUT)
     assert proc.returncode == 4, stderr
     assert b"cancelled" in stderr
     assert procs_with_cmdline(cmdline) == [], "the tool command survived the Ctrl-C"
 
 
 def test_timeout_during_tool_command_kills_it(daemon):
-    seconds = "58.%d" % os.getpid()
-    t0 = time.monotonic()
+    # a command of an hour: sandboxctl returns within RUN_TIMEOUT (a safety
+    # net) only if the timeout killed it rather than waited for it
+    seconds = "3599.%d" % os.getpid()
     p = run_ctl(["exec", "-e", "return T.slow()", "--timeout", str(300 * SCALE),
                  "--tool", "T.slow=exec sleep " + seconds], socket_path=daemon.socket_path)
     assert p.returncode == 3, err(p)
     assert last_error_json(p)["data"]["kind"] == "timeout"
-    assert time.monotonic() - t0 < 10 * SCALE
     assert procs_with_cmdline(b"sleep\0" + seconds.encode() + b"\0") == []
 
 

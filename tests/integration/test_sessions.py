@@ -398,18 +398,19 @@ def test_stop_does_not_wait_for_idle_sessions(daemon_factory):
     so the shutdown grace period is not spent waiting for them."""
     import signal
     import subprocess
-    d = daemon_factory(daemon={"shutdown_grace_ms": 60000})
+    # a grace of a day, the most the config takes: a daemon that waited for
+    # the idle session would still be running when the safety net (minutes,
+    # never reached by one that does not) runs out
+    d = daemon_factory(daemon={"shutdown_grace_ms": 86400000})
     c = d.client()
     sid = open_session(c)
     chunk_ok(c, sid, "x = 1")
-    t0 = time.monotonic()
     os.kill(d.pid, signal.SIGTERM)
     try:
-        d.proc.wait(10 * sbx.SCALE)
+        d.proc.wait(120 * sbx.SCALE)
     except subprocess.TimeoutExpired:
         raise AssertionError("the daemon waited for an idle session")
     assert d.proc.returncode == 0
-    assert time.monotonic() - t0 < 10 * sbx.SCALE
 
 
 def test_snapshot_over_max_bindings_bytes_keeps_the_session(client):

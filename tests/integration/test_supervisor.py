@@ -42,13 +42,23 @@ def wait_gone(pids, timeout=3.0 * SCALE):
 
 # ------------------------------------------------------------------ shutdown
 
+# The longest shutdown_grace_ms the config takes (a day): a test that needs
+# something done "at once, not after the grace" gets it before that, or not
+# at all within SAFETY_NET.
+GRACE_DAY = 86400000
+# A wait for an event that must come: a safety net against a hang only,
+# minutes, so that a loaded machine never trips it.
+SAFETY_NET = 120 * SCALE
+
 def test_execute_during_grace_is_refused_and_the_rest_answered(daemon_factory):
     """SIGTERM while an execution waits on a tool call, then a new execute
     during the grace period, then the tool answer: the new execute is refused
     at once with `cancelled` ("shutting down"), the waiting one finishes with
     its result, and the daemon exits 0 (it used to unqueue an execution that
     was never queued, wrap the queued counter and crash)."""
-    d = daemon_factory(daemon={"shutdown_grace_ms": 10000 * SCALE}, check_stop=False)
+    # a grace of a day (the most the config takes): "at once" is before it,
+    # and while a and b still wait for their tool answers
+    d = daemon_factory(daemon={"shutdown_grace_ms": GRACE_DAY}, check_stop=False)
     c = d.client()
     a = c.send_execute("return T.wait()", tools=T, handlers={"T.wait": lambda a: NO_REPLY})
     b = c.send_execute("return T.wait()", tools=T, handlers={"T.wait": lambda a: NO_REPLY})
@@ -57,10 +67,9 @@ def test_execute_during_grace_is_refused_and_the_rest_answered(daemon_factory):
     call_b = [x for x in c.deferred if x.execution_id == b][0]
     d.signal(signal.SIGTERM)
     d.wait_log("stopping")
-    t0 = time.monotonic()
-    r = c.execute("return 'late'", timeout=5 * SCALE)
+    r = c.execute("return 'late'", timeout=SAFETY_NET)
     assert r.kind == "cancelled" and "shutting down" in r.message, r
-    assert time.monotonic() - t0 < 2 * SCALE, "the refusal waited for the grace period"
+    assert not [x for x in c.arrivals if x.id in (a, b)], c.arrivals
     c.reply(call_a, "a-done")
     ra = c.wait(a)
     assert ra.ok and ra.result["value"] == "a-done", ra
@@ -77,7 +86,7 @@ def test_sigterm_answers_executions_not_started_at_once(daemon_factory):
     one, or admitted and waiting for a worker the (stopped) zygote does not
     make - are answered `cancelled` at once, not after the grace period;
     the running one still finishes."""
-    d = daemon_factory(daemon={"max_workers": 2, "shutdown_grace_ms": 10000 * SCALE},
+    d = daemon_factory(daemon={"max_workers": 2, "shutdown_grace_ms": GRACE_DAY},
                        check_stop=False)
     c = d.client()
     a = c.send_execute("return T.wait()", tools=T, handlers={"T.wait": lambda a: NO_REPLY})
@@ -88,12 +97,12 @@ def test_sigterm_answers_executions_not_started_at_once(daemon_factory):
         waiting = c.send_execute("return 'waiting'")      # admitted, no worker comes
         queued = [c.send_execute("return 'queued'") for _ in range(2)]
         c.ping()
-        t0 = time.monotonic()
         d.signal(signal.SIGTERM)
+        # at once: within a grace of a day, while a still waits for its tool
         for i in [waiting] + queued:
-            r = c.wait(i, timeout=5 * SCALE)
+            r = c.wait(i, timeout=SAFETY_NET)
             assert r.kind == "cancelled" and "shutting down" in r.message, r
-        assert time.monotonic() - t0 < 2 * SCALE, "not answered at once"
+        assert not [x for x in c.arrivals if x.id == a], c.arrivals
     finally:
         os.kill(z, signal.SIGCONT)
     c.reply(call, "a-done")
@@ -276,14 +285,13 @@ def test_zygote_that_keeps_dying_is_restarted_with_backoff(daemon_factory):
         if _ < 7:
             z = wait_zygote(d, old=z)
     d.wait_log(r"the zygote died \(signal 9[^\n]*next attempt in [1-9]\d* ms \(8 failures")
-    t0 = time.monotonic()
-    r = c.execute("return 1", timeout=5 * SCALE)
+    # at once: answered with the error (an execution that waited for a worker
+    # would end in a worker or a timeout), before the next attempt
+    r = c.execute("return 1", timeout=SAFETY_NET)
     if r.ok:    # a probe of the supply, made before the last death, was pooled: used up now
-        t0 = time.monotonic()
-        r = c.execute("return 1", timeout=5 * SCALE)
+        r = c.execute("return 1", timeout=SAFETY_NET)
     assert no_worker_error(r), r
     assert "workers cannot be started" in r.message, r
-    assert time.monotonic() - t0 < 2.0 * SCALE, "the error was not given at once"
     deadline = time.monotonic() + 15 * SCALE
     while True:
         r = c.execute("return 'back'", timeout=10 * SCALE)
@@ -308,9 +316,9 @@ def test_execution_waiting_for_a_worker_has_a_clock(daemon_factory):
     os.kill(z, signal.SIGSTOP)
     try:
         t0 = time.monotonic()
-        r = c.execute("return 1", timeout_ms=500, timeout=10 * SCALE)
+        r = c.execute("return 1", timeout_ms=500, timeout=SAFETY_NET)
         assert r.kind == "timeout" and r.data.get("reason") == "waiting for a worker", r
-        assert 0.4 < time.monotonic() - t0 < 3 * SCALE
+        assert time.monotonic() - t0 > 0.4, "answered before its timeout_ms"
         d.wait_log(r"zygote %d answered no spawn request" % z, timeout=10 * SCALE)
     finally:
         try:

@@ -1,6 +1,7 @@
 """The blocking Client against the real daemon."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -45,11 +46,12 @@ def test_lines_over_64k_both_ways(sock):
 
 
 def test_oversized_tool_result_is_catchable(sock):
+    """A tool answer over max_message_bytes is a Lua error the chunk catches,
+    not a call left waiting: that would end the execution with `timeout`
+    (its timeout_ms, the ceiling, is only a safety net)."""
     with sandboxd.Client(sock) as c:
-        t0 = time.monotonic()
         r = c.execute("return pcall(T.big)", tools={"T": {"big": lambda: ["x" * 1000] * 2000}},
-                      timeout_ms=30000)
-        assert time.monotonic() - t0 < 5
+                      timeout_ms=30000 * SCALE)
         assert r.value[0] is False and "exceeds the daemon's message limit" in r.value[1]
 
 
@@ -159,7 +161,7 @@ def ctrl_c(d, mode):
         first = p.stdout.readline()
         assert first == ("in the tool\n" if mode == "tool" else "running\n"), first
         if mode == "wait":
-            deadline = time.monotonic() + 10 * SCALE
+            deadline = time.monotonic() + 60 * SCALE     # a safety net
             while not blocked_in_recv(p.pid):
                 assert time.monotonic() < deadline, "the client never waited in recv"
                 time.sleep(0.01)
@@ -178,11 +180,14 @@ def test_ctrl_c_cancels_execute(daemon_factory):
     propagates, at once."""
     if RECVFROM is None:
         pytest.skip("recvfrom's number on %s is not known here" % os.uname().machine)
-    d = daemon_factory(daemon={"max_workers": 1, "max_queue": 0, "pool_size": 1})
+    d = daemon_factory(daemon={"max_workers": 1, "max_queue": 0, "pool_size": 1,
+                               "log_level": "info"})
     out = ctrl_c(d, "wait").splitlines()
     assert out[1].startswith("KeyboardInterrupt after "), out
-    assert float(out[1].split()[2]) < 30 * SCALE, out
     assert out[2:] == ["next: 2"], out
+    # at once: the chunk, which never ends, was cancelled by the client
+    # while it ran, not ended by its timeout_ms (a minute)
+    assert re.search(r" seq=1 id=\S+ op=execute outcome=cancelled ", d.stderr), d.log
 
 
 def test_ctrl_c_in_a_tool_cancels_execute(daemon_factory):
