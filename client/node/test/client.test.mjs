@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import {
   Client, ToolAbort, SandboxdError, LuaError, LimitExceeded, Cancelled, ToolAborted, InvalidRequest,
 } from '../src/index.js';
-import { startDaemon, until, SCALE } from './daemon.mjs';
+import { startDaemon, until } from './daemon.mjs';
 
 let d;
 let client;
@@ -138,7 +138,6 @@ test('AbortSignal cancels: $/cancelRequest sent, the tool signal aborted, worker
     },
   });
   await until(() => toolSignal, undefined, 'the tool call');
-  const t0 = Date.now();
   ac.abort(new Error('caller gave up'));
   await assert.rejects(p, (e) => {
     assert.ok(e instanceof Cancelled);
@@ -149,7 +148,8 @@ test('AbortSignal cancels: $/cancelRequest sent, the tool signal aborted, worker
     assert.equal(e.cause.message, 'caller gave up');
     return true;
   });
-  assert.ok(Date.now() - t0 < 400 * SCALE, 'cancel answered promptly');
+  // answered by the cancel, not by a timeout: the daemon's -32800 answer
+  // (its output and stats, checked above) to the $/cancelRequest
   assert.ok(toolSignal.aborted);
   await until(async () => (await workers()) === 0, undefined, 'the worker to be gone');
 
