@@ -175,12 +175,11 @@ defmodule SandboxdTest do
   end
 
   test "the client's own deadline cancels and reports :timeout", %{conn: conn} do
-    t0 = System.monotonic_time(:millisecond)
-
-    assert {:error, %Error{kind: :timeout}} =
+    assert {:error, %Error{kind: :timeout, message: message}} =
              Sandboxd.execute(conn, "while true do end", timeout_ms: 20_000, client_timeout: 100)
 
-    assert System.monotonic_time(:millisecond) - t0 < 5000
+    # the client's deadline ended it (its message), not the daemon's 20 s
+    assert message =~ "no answer from sandboxd in time"
     # the connection is still good
     assert {:ok, %Result{value: 1}} = Sandboxd.execute(conn, "return 1")
   end
