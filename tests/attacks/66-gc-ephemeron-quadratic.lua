@@ -1,7 +1,6 @@
 -- expect: error timeout
 -- limits: {"max_reductions": 100000000}
 -- timeout_ms: 1500
--- max_wall_ms: 5000
 -- why: collector work outside the hook: a 100000-link key->value chain in a weak-keyed table, linked against allocation order, makes the atomic phase converge ephemerons about one link per pass (quadratic, seconds to minutes inside one allocation); only the wall clock stops it
 local t = setmetatable({}, {__mode = "k"})
 local keys = {}

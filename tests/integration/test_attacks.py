@@ -22,10 +22,12 @@ Each file is one attack with its expected (safe) outcome in a header of
                      CPU an attack needs, does not change its outcome: where
                      limits sets a finite cpu_ms that is the budget, else
                      timeout_ms is the execute's cpu_ms
-  max_wall_ms:       the answer must arrive within this (scaled) time: for an
-                     attack that expects a timeout, wall clock time; for any
-                     other, the execution's own CPU time (stats.cpu_us), which
-                     a loaded machine does not stretch
+  max_wall_ms:       the execution's own CPU time (stats.cpu_us) must stay
+                     within this (scaled) time, which a loaded machine does not
+                     stretch.  Not for an attack that expects a timeout: only
+                     a wall clock answers `timeout` (a CPU limit is
+                     `cpu_limit`), so the kind is the proof, and the wait for
+                     it a safety net of minutes
   tools:             JSON array: tools for the execute; every function echoes its
                      first argument
   inspect:           checks made from /proc on every worker that runs while the
@@ -120,6 +122,8 @@ class Attack:
         self.tools = json.loads(h["tools"]) if "tools" in h else None
         self.timeout_ms = int(h.get("timeout_ms", DEFAULT_TIMEOUT_MS)) * SCALE
         self.max_wall = int(h["max_wall_ms"]) * SCALE / 1000.0 if "max_wall_ms" in h else None
+        assert self.max_wall is None or "timeout" not in (self.kinds or []), \
+            "%s: max_wall_ms with expect timeout (the kind is the proof)" % self.name
         self.cpu_budget = not ({"timeout", "cpu_limit"} & set(self.kinds or [])) and \
             "cpu_ms" not in (self.limits or {})
         # the limits' own finite CPU budget bounds the attack: a wall clock
@@ -256,23 +260,21 @@ def run_attack(daemon, client, a):
         tools = (tools or []) + [{"name": "Inspect", "functions": ["seen"]}]
         handlers["Inspect.seen"] = lambda args: bool(seen)
     limits, timeout_ms = a.budget()
-    t0 = time.monotonic()
-    try:
+    try:        # the wait: the execution's own timeout, then a safety net of minutes
         r = client.execute(a.code, tools=tools, limits=limits, timeout_ms=timeout_ms,
                            handlers=handlers,
-                           timeout=timeout_ms / 1000.0 + 15 * SCALE)
+                           timeout=timeout_ms / 1000.0 + 120 * SCALE)
     finally:
         stop.set()
         if watcher:
             watcher.join()
-    wall = time.monotonic() - t0
     fails = problems[:3]
     if watcher and not seen:
         fails.append("inspect: no running worker was seen")
-    return fails + check_response(a, r, wall)
+    return fails + check_response(a, r)
 
 
-def check_response(a, r, wall):
+def check_response(a, r):
     fails = []
     h = a.h
     if a.kinds is None:
@@ -314,12 +316,10 @@ def check_response(a, r, wall):
     if isinstance(max_heap, int) and isinstance(stats, dict) and \
             isinstance(stats.get("heap_peak_bytes"), int) and stats["heap_peak_bytes"] > max_heap:
         fails.append("stats.heap_peak_bytes %d exceeds max_heap %d" % (stats["heap_peak_bytes"], max_heap))
-    if a.max_wall is not None and "timeout" not in (a.kinds or []):
+    if a.max_wall is not None:
         cpu = stats.get("cpu_us", 0) / 1e6 if isinstance(stats, dict) else 0
         if cpu > a.max_wall:
             fails.append("ran for %.2fs of CPU time (max %.2fs)" % (cpu, a.max_wall))
-    elif a.max_wall is not None and wall > a.max_wall:
-        fails.append("answered after %.2fs (max %.2fs)" % (wall, a.max_wall))
     return fails
 
 
