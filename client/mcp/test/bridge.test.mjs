@@ -56,6 +56,12 @@ async function startBridge(servers, extraArgs = []) {
 const everything = { command: process.execPath, args: [EVERYTHING, 'stdio'], deny: ['get-env'] };
 let bridge;
 
+// The bound on a bridge (node loading the MCP SDK, node servers under it)
+// starting or stopping, as the SDK's host waits for its initialize answer:
+// under load that takes seconds beyond until()'s 5, and a wait for it ends
+// as soon as it is done.
+const LIFE_MS = 60000 * SCALE;
+
 before(async () => {
   d = await startDaemon();
   sbx = new Sandboxd({ socketPath: d.socketPath });
@@ -524,9 +530,9 @@ test('the downstream servers stop with the bridge', async () => {
   } finally {
     await b.host.close();
   }
-  await until(() => procsWith(own).length === 0, 5000 * SCALE, 'the downstream servers to exit');
+  await until(() => procsWith(own).length === 0, LIFE_MS, 'the downstream servers to exit');
   await until(() => !fs.existsSync(`/proc/${b.pid}`) || /Z/.test(fs.readFileSync(`/proc/${b.pid}/stat`, 'utf8').split(') ')[1][0]),
-    5000 * SCALE, 'the bridge to exit');
+    LIFE_MS, 'the bridge to exit');
 });
 
 test('the bridge exits, stopping its servers, when the host closes its stdin', async () => {
@@ -536,16 +542,18 @@ test('the bridge exits, stopping its servers, when the host closes its stdin', a
   const child = spawn(process.execPath, [BIN, '--config', cfg, '--socket', d.socketPath], { stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (c) => { stderr += c; });
-  await until(() => /serving execute_lua/.test(stderr), undefined, 'the bridge to serve');
-  assert.equal(procsWith(own).length, 1);
-  child.stdin.end(); // no signal: only the end of its input
-  try {
-    await until(() => child.exitCode !== null || child.signalCode !== null, 5000 * SCALE, 'the bridge to exit');
+  const exited = () => child.exitCode !== null || child.signalCode !== null;
+  try { // a bridge left running keeps this file's process, and node --test, waiting
+    await until(() => /serving execute_lua/.test(stderr) || exited(), LIFE_MS, 'the bridge to serve');
+    assert.ok(!exited(), `the bridge exited before serving: ${stderr}`);
+    assert.equal(procsWith(own).length, 1);
+    child.stdin.end(); // no signal: only the end of its input
+    await until(exited, LIFE_MS, 'the bridge to exit');
   } finally {
     child.kill('SIGKILL');
   }
   assert.deepEqual([child.exitCode, child.signalCode], [0, null]);
-  await until(() => procsWith(own).length === 0, 5000 * SCALE, 'the downstream server to exit');
+  await until(() => procsWith(own).length === 0, LIFE_MS, 'the downstream server to exit');
 });
 
 test('the bridge stops its servers on SIGTERM too', async () => {
@@ -554,7 +562,7 @@ test('the bridge stops its servers on SIGTERM too', async () => {
   try {
     assert.equal(procsWith(own).length, 1);
     process.kill(b.pid, 'SIGTERM');
-    await until(() => procsWith(own).length === 0, 5000 * SCALE, 'the downstream server to exit');
+    await until(() => procsWith(own).length === 0, LIFE_MS, 'the downstream server to exit');
   } finally {
     await b.host.close().catch(() => {});
   }
