@@ -49,7 +49,9 @@ test('an idle client does not keep the process alive (no close() needed)', async
   const file = path.join(d.dir, 'noclose.mjs');
   fs.writeFileSync(file, script);
   try {
-    const { stdout } = await run(process.execPath, [file], { timeout: 10000, env: pipedEnv() });
+    // a client that kept it alive would be killed here: 60 s, a bound on the
+    // exit that a start under load (2 s at a load average of 20) stays far from
+    const { stdout } = await run(process.execPath, [file], { timeout: 60000, env: pipedEnv() });
     assert.equal(stdout, '7\n');
   } finally {
     await d.stop();
