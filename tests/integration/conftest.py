@@ -234,8 +234,10 @@ class Daemon(launch.Daemon):
         but stays in the zygote's session)."""
         return [c for c in self.children() if c[1] == "sandboxd-zygote" and session_of(c[0]) == c[0]]
 
-    def wait_for_workers(self, n=1, timeout=5.0 * SCALE):
-        """Wait until at least n workers exist; return their pids."""
+    def wait_for_workers(self, n=1, timeout=60.0 * SCALE):
+        """Wait until at least n workers exist; return their pids.  The wait
+        ends when they do; timeout is only a safety net against a hang (a
+        loaded machine can take seconds to start one)."""
         deadline = time.monotonic() + timeout
         while True:
             w = [c for c in self.workers() if c[2] != "Z"]
@@ -245,7 +247,7 @@ class Daemon(launch.Daemon):
                 raise AssertionError("expected %d worker(s), have %r" % (n, self.children()))
             time.sleep(0.02)
 
-    def assert_no_leftovers(self, timeout=2.0 * SCALE, allowed_idle=0):
+    def assert_no_leftovers(self, timeout=30.0 * SCALE, allowed_idle=0):
         """Poll until no more than allowed_idle workers remain (pool_size) and no
         child is a zombie.  With allowed_idle > 0 the remaining workers must be
         idle: not accumulating CPU time."""

@@ -365,7 +365,7 @@ def test_attack_serial(attack_daemon, attack):
     finally:
         c.close()
     attack_daemon.assert_alive()
-    attack_daemon.assert_no_leftovers(timeout=5.0 * SCALE)
+    attack_daemon.assert_no_leftovers()
     assert not fails, "%s (%s):\n  %s" % (attack.name, attack.h["why"], "\n  ".join(fails))
 
 
@@ -420,6 +420,6 @@ def run_corpus_parallel(attack_daemon):
     with concurrent.futures.ThreadPoolExecutor(PARALLEL) as pool:
         results = list(pool.map(one, order))
     attack_daemon.assert_alive()
-    attack_daemon.assert_no_leftovers(timeout=10.0 * SCALE)
+    attack_daemon.assert_no_leftovers()
     bad = ["%s: %s" % (a.name, "; ".join(f)) for a, f in results if f]
     assert not bad, "in parallel:\n" + "\n".join(bad)

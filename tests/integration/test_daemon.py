@@ -354,7 +354,7 @@ def test_client_not_reading_does_not_block_others(daemon):
     finally:
         slow.close()
     daemon.assert_alive()
-    daemon.assert_no_leftovers(timeout=10 * SCALE)
+    daemon.assert_no_leftovers()
 
 
 def test_max_connections(daemon_factory):
@@ -840,9 +840,12 @@ def test_largest_message_reaches_a_worker(daemon_factory):
     MiB a job frame, so a message at the bound, its bindings nearly all of
     it, is a job a worker takes and runs (a larger max_message_bytes is
     refused by the configuration check: test_config.c)."""
+    # The wall limit is a safety net here (1.3 s of CPU; a loaded machine
+    # has taken more than 10 s of wall time for it): what is checked is
+    # that the job is taken and run, not how fast.
     d = daemon_factory(daemon={"max_message_bytes": 63 << 20},
-                       defaults={"max_heap": 400000000})
-    c = d.client(timeout=120 * SCALE)
+                       defaults={"max_heap": 400000000, "timeout_ms": 120000 * SCALE})
+    c = d.client(timeout=150 * SCALE)
     head = (b'{"jsonrpc":"2.0","id":1,"method":"execute","params":{"code":"local n = #big '
             b'big = nil return n",')
     tail = b'"]]}}'

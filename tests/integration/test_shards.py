@@ -24,7 +24,7 @@ def cpus_of(pid):
     return None
 
 
-def wait_until(pred, what, timeout=5.0):
+def wait_until(pred, what, timeout=60.0):
     deadline = time.monotonic() + timeout * sbx.SCALE
     while True:
         v = pred()

@@ -58,7 +58,7 @@ let bridge;
 
 // The bound on a bridge (node loading the MCP SDK, node servers under it)
 // starting or stopping, as the SDK's host waits for its initialize answer:
-// under load that takes seconds beyond until()'s 5, and a wait for it ends
+// under load that takes seconds, and a wait for it ends
 // as soon as it is done.
 const LIFE_MS = 60000 * SCALE;
 

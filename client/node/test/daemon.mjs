@@ -144,8 +144,10 @@ export async function startDaemon(sections) {
   return new Daemon(sections).start();
 }
 
-/** Poll fn() until it returns truthy (returns that), or throw after ms. */
-export async function until(fn, ms = 5000 * SCALE, what = 'condition') {
+/** Poll fn() until it returns truthy (returns that), or throw after ms.
+ *  The wait ends as soon as fn() holds; ms is only a safety net against a
+ *  hang, a minute by default, since a loaded machine can take seconds. */
+export async function until(fn, ms = 60000 * SCALE, what = 'condition') {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await fn();

@@ -143,7 +143,7 @@ test('live output through onOutput (or Unsupported without the feature)', async 
   let sawBeforeEnd = false;
   const r = await client.execute("print('one'); T.mark(); print('two')", {
     onOutput: (text) => chunks.push(text),
-    tools: { T: { mark: async () => { await until(() => chunks.length > 0, 2000, 'live output'); sawBeforeEnd = true; return true; } } },
+    tools: { T: { mark: async () => { await until(() => chunks.length > 0, undefined, 'live output'); sawBeforeEnd = true; return true; } } },
   });
   assert.ok(sawBeforeEnd, 'output arrived while the chunk ran');
   assert.equal(chunks.join(''), 'one\ntwo\n');
