@@ -108,6 +108,29 @@ static int may_lower_priority(void)
            (data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE));
 }
 
+/* Containment: clearenv() only drops the pointers; the strings stay in the
+ * environment block every worker inherits (/proc/PID/environ), so they are
+ * wiped first (zygote_env() already passed nothing secret).  The block
+ * holds one string per entry of environ, right after argv's last string;
+ * it is wiped where it lies because glibc points environ's GLIBC_TUNABLES
+ * entry at a copy it made, which is wiped as well. */
+static void wipe_environment(int argc, char **argv)
+{
+    char *p = argv[argc - 1] + strlen(argv[argc - 1]) + 1;
+    size_t n = 0;
+
+    for (char **e = environ; e && *e; e++)
+        n++;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(p);
+        memset(p, 0, len);
+        p += len + 1;
+    }
+    for (char **e = environ; e && *e; e++)
+        memset(*e, 0, strlen(*e));
+    clearenv();
+}
+
 void zygote_main(int argc, char **argv)
 {
     struct contain_opts opts = { 0 };
@@ -154,12 +177,7 @@ void zygote_main(int argc, char **argv)
      * If this fails, each worker tries itself, as before. */
     if (opts.unshare_flags && unshare(opts.unshare_flags) == 0)
         opts.unshare_flags = 0;
-    /* Containment: clearenv() only drops the pointers; the strings stay in
-     * the environment block every worker inherits (/proc/PID/environ).  Wipe
-     * them first (zygote_env() already passed nothing secret). */
-    for (char **e = environ; e && *e; e++)
-        memset(*e, 0, strlen(*e));
-    clearenv();
+    wipe_environment(argc, argv);
     /* Performance: read the time zone once here, with the TZ
      * value contain.c's warm_up() sets (WORKER_TZ); its tzset() in each
      * worker then finds TZ unchanged and skips the file (~20 us). */
