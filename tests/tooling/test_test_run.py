@@ -313,3 +313,22 @@ def test_a_signal_to_the_run_leaves_nothing_of_the_stage(tmp_path, to, sig):
     finally:
         p.kill()
         p.wait()
+
+
+def test_a_stage_past_stage_timeout_is_stopped_and_the_next_one_runs(tmp_path):
+    """A hung suite (here a child that outlives its shell and holds the
+    output) ends its own stage as TIMED OUT, not the run."""
+    env = dict(env_jobs(None), STAGE_TIMEOUT="2")
+    t0 = time.monotonic()
+    p = subprocess.run([TEST_RUN, "hang|build|sleep 600 & wait", "next|-|echo after"],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert time.monotonic() - t0 < 40
+    assert p.returncode == 1, p.stdout
+    t = rows(p.stdout)
+    assert t[("hang", "build")][4] == "TIMED OUT", p.stdout
+    assert t[("next", "-")][4] == "ok" and "after\n" in p.stdout
+    assert "still running after 2 s (STAGE_TIMEOUT)" in p.stdout
+    for bad in ("0", "soon"):
+        q = subprocess.run([TEST_RUN, "a|-|true"], capture_output=True, text=True,
+                           timeout=30, env=dict(env, STAGE_TIMEOUT=bad))
+        assert q.returncode == 2 and "STAGE_TIMEOUT" in q.stderr, bad
