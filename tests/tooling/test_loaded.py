@@ -6,6 +6,8 @@ import signal
 import subprocess
 import time
 
+from procs import gone
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOADED = os.path.join(REPO, "scripts", "loaded")
 
@@ -25,24 +27,7 @@ def children(ppid):
     return out
 
 
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def gone(pids, within=5.0):
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        if not any(alive(p) for p in pids):
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def hogs_of(p, n, within=5.0):
+def hogs_of(p, n, within=60.0):
     """The n hog pids of scripts/loaded process p, once all spin."""
     end = time.monotonic() + within
     while time.monotonic() < end:

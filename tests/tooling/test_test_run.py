@@ -15,6 +15,8 @@ import time
 
 import pytest
 
+from procs import alive, gone
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TEST_RUN = os.path.join(REPO, "scripts", "test-run")
 
@@ -237,23 +239,6 @@ def read_pids(path, within=60):
         assert time.monotonic() < end, "the suite never started its daemon"
         time.sleep(0.05)
     return [int(p) for p in path.read_text().split()]
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def gone(pids, within=10.0):
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        if not any(alive(p) for p in pids):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_a_suite_killed_by_sigkill_leaves_no_daemon(tmp_path):
