@@ -17,7 +17,6 @@
 #include <string.h>
 #include <linux/capability.h>
 #include <sys/prctl.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -132,48 +131,6 @@ static void wipe_environment(int argc, char **argv)
     clearenv();
 }
 
-#ifndef MADV_POPULATE_READ
-#define MADV_POPULATE_READ 22
-#endif
-
-/* Performance: fork() copies the page-table entries of a mapping only if
- * it holds anonymous pages; a library's code and read-only data do not, so
- * every worker faulted them in again, ~24 faults of ~43 per trivial
- * execution at ~12 us each on a VM.  Here each read-only private file
- * mapping is mapped in whole and given one anonymous page (its first byte
- * written back unchanged through /proc/self/mem, which leaves the mapping
- * read-only), so each fork copies its entries and workers fault on none of
- * it.  Best effort: where the kernel refuses the write, nothing changes. */
-#define SHARE_CODE_MAX (16UL << 20)   /* a larger read-only file is data: left alone */
-
-static void share_code(void)
-{
-    FILE *maps = fopen("/proc/self/maps", "re");
-    int mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-    char line[512];
-
-    while (maps && mem >= 0 && fgets(line, sizeof line, maps)) {
-        unsigned long lo, hi;
-        char perms[8];
-        unsigned char b;
-
-        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || strlen(perms) != 4 ||
-            perms[0] != 'r' || perms[1] != '-' || perms[3] != 'p' || !strchr(line, '/') ||
-            hi - lo > SHARE_CODE_MAX)
-            continue;
-        if (madvise((void *)lo, hi - lo, MADV_POPULATE_READ) != 0) {
-            for (unsigned long a = lo; a < hi; a += 4096)
-                (void)*(volatile unsigned char *)a;
-        }
-        b = *(volatile unsigned char *)lo;
-        (void)pwrite(mem, &b, 1, (off_t)lo);
-    }
-    if (mem >= 0)
-        close(mem);
-    if (maps)
-        fclose(maps);
-}
-
 void zygote_main(int argc, char **argv)
 {
     struct contain_opts opts = { 0 };
@@ -251,7 +208,6 @@ void zygote_main(int argc, char **argv)
      * worker (contain.c's warm-up) walks and rewrites them all: ~7% of a
      * worker's CPU time, in copy-on-write faults mostly. */
     malloc_trim(0);
-    share_code();
     for (;;) {
         char c;
         ssize_t n = recv(zfd, &c, 1, 0);
