@@ -191,7 +191,7 @@ class Daemon(launch.Daemon):
             err = str(e)
         pytest.fail(err)
 
-    def wait_log(self, pattern, timeout=5.0 * SCALE):
+    def wait_log(self, pattern, timeout=sbx.SAFETY_NET):
         """Wait until a line matching `pattern` appears on stderr; return the match.
         A log line and a client-visible effect are not ordered for the test's
         reader (the log file is read separately), so assertions on the log wait."""
@@ -245,6 +245,21 @@ class Daemon(launch.Daemon):
                 return [c[0] for c in w]
             if time.monotonic() > deadline:
                 raise AssertionError("expected %d worker(s), have %r" % (n, self.children()))
+            time.sleep(0.02)
+
+    def new_worker(self, before):
+        """The pid of the one live worker that is not in `before` (a set of
+        pids), waited for by its pid, not by a count: a worker in `before`
+        may still be exiting from an earlier execution and leave while the
+        new one arrives.  With pool_size 0 only the execution or session
+        the test just started forks one."""
+        deadline = time.monotonic() + sbx.SAFETY_NET
+        while True:
+            pids = {c[0] for c in self.workers() if c[2] != "Z"} - set(before)
+            if pids:
+                assert len(pids) == 1, self.children()
+                return pids.pop()
+            assert time.monotonic() < deadline, "no new worker: %r" % self.children()
             time.sleep(0.02)
 
     def assert_no_leftovers(self, timeout=30.0 * SCALE, allowed_idle=0):

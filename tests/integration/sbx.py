@@ -27,6 +27,10 @@ import time
 
 SCALE = 3 if os.environ.get("SANDBOXD_SANITIZE") == "1" else 1
 DEFAULT_TIMEOUT = 15.0 * SCALE
+# The bound of a wait that ends as soon as its condition holds: a safety
+# net against a hang, never the test's claim, so a loaded machine (CI's
+# CPU hogs, another suite beside this one) cannot fail it by being slow.
+SAFETY_NET = 60.0 * SCALE
 
 # docs/protocol.md §7
 KIND_CODES = {

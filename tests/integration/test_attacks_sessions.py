@@ -47,7 +47,7 @@ def state(daemon):
 
 
 def wait_state(daemon, key, want):
-    deadline = time.monotonic() + 5 * sbx.SCALE
+    deadline = time.monotonic() + sbx.SAFETY_NET
     while True:
         st = state(daemon)
         if st[key] == want:
@@ -118,9 +118,7 @@ def test_max_sessions_freed_by_closing_connections(daemon_factory):
 
 
 def session_worker(daemon, before):
-    pids = set(daemon.wait_for_workers(len(before) + 1)) - before
-    assert len(pids) == 1, pids
-    return pids.pop()
+    return daemon.new_worker(before)
 
 
 def test_session_worker_killed_between_chunks(daemon):
@@ -285,7 +283,7 @@ def test_compromised_session_worker_frames_out_of_turn(daemon):
         r = c.wait(i)
         assert r.ok and r.result["value"] == 2 and r.result["output"] == "", r
         daemon.wait_log(r"protocol violation: frame out of turn")
-        deadline = time.monotonic() + 5 * sbx.SCALE
+        deadline = time.monotonic() + sbx.SAFETY_NET
         while chunk(c, sid, "return 3").kind != "session_not_found":
             assert time.monotonic() < deadline
             time.sleep(0.05)
@@ -404,11 +402,11 @@ def test_compromised_session_worker_spinning_while_idle(daemon):
     pid = session_worker(daemon, before)
     start = cpu_seconds(pid)
     make_spin(pid)
-    deadline = time.monotonic() + 5 * sbx.SCALE
+    deadline = time.monotonic() + sbx.SAFETY_NET
     while cpu_seconds(pid) - start < 0.1:
         assert time.monotonic() < deadline, "the worker does not spin"
         time.sleep(0.05)
-    daemon.wait_log(r"protocol violation: CPU time used between chunks", timeout=10 * sbx.SCALE)
+    daemon.wait_log(r"protocol violation: CPU time used between chunks")
     assert_closed(c, sid)
     c.ping()
     c.close()

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from conftest import SANDBOXCTL_BIN
-from sbx import SCALE
+from sbx import SAFETY_NET, SCALE
 from test_sandboxctl import err, out, run_ctl
 
 
@@ -86,7 +86,7 @@ def test_session_closed_at_eof(ctl, daemon):
     p = ctl("session", input="y = 2\n")
     assert p.returncode == 0, err(p)
     with daemon.client() as c:
-        deadline = time.monotonic() + 5 * SCALE
+        deadline = time.monotonic() + SAFETY_NET
         while c.call("describe").result["state"]["sessions"] != 0:
             assert time.monotonic() < deadline
             time.sleep(0.05)

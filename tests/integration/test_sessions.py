@@ -43,7 +43,7 @@ def state(daemon):
 
 
 def wait_state(daemon, key, want):
-    deadline = time.monotonic() + 5 * sbx.SCALE
+    deadline = time.monotonic() + sbx.SAFETY_NET
     while True:
         st = state(daemon)
         if st[key] == want:

@@ -21,7 +21,7 @@ def test_stream_arrives_before_the_chunk_ends(client):
     i = client.send_execute("print('first') local v = T.f() print('second', v) return v",
                             tools=[T], handlers={"T.f": lambda a: NO_REPLY}, stream_output=True)
     call = client.wait_deferred(1)
-    deadline = time.monotonic() + 5 * sbx.SCALE
+    deadline = time.monotonic() + sbx.SAFETY_NET
     while notes_of(client, i) != ["first\n"] and time.monotonic() < deadline:
         client.pump(0.1)
     assert notes_of(client, i) == ["first\n"]
@@ -47,7 +47,7 @@ def test_stream_live_without_tools(client):
     i = client.send_execute("print('early') while true do end", stream_output=True,
                             limits={"max_reductions": 4000000000, "cpu_ms": 60000 * sbx.SCALE},
                             timeout_ms=120000 * sbx.SCALE)
-    deadline = time.monotonic() + 5 * sbx.SCALE
+    deadline = time.monotonic() + sbx.SAFETY_NET
     while not notes_of(client, i) and time.monotonic() < deadline:
         client.pump(0.05)
     assert notes_of(client, i) == ["early\n"]
