@@ -85,8 +85,7 @@ def assert_serving(d, allowed_idle=None):
     r = c.execute("return 6 * 7", timeout=30 * SCALE)
     assert r.ok and r.result["value"] == 42, r
     c.close()
-    d.assert_no_leftovers(timeout=5 * SCALE,
-                          allowed_idle=d.config["daemon"]["pool_size"]
+    d.assert_no_leftovers(allowed_idle=d.config["daemon"]["pool_size"]
                           if allowed_idle is None else allowed_idle)
 
 
@@ -161,7 +160,7 @@ def test_workers_stopped_under_load(daemon):
 
 def test_stopped_pool_workers_are_never_handed_a_job(daemon):
     d = daemon(daemon={"pool_size": 4})
-    deadline = time.monotonic() + 5 * SCALE
+    deadline = time.monotonic() + sbx.SAFETY_NET
     while len(live_workers(d)) < 4 and time.monotonic() < deadline:
         time.sleep(0.02)
     idle = live_workers(d)
@@ -191,7 +190,7 @@ def test_clients_disconnect_in_tool_calls(daemon):
         c.send_execute('return T.echo(1, 1)', tools=[{"name": "T", "functions": ["echo"]}],
                        handlers={"T.echo": lambda *a: sbx.NO_REPLY})
         try:
-            c.wait_deferred(1, timeout=10 * SCALE)
+            c.wait_deferred(1, timeout=sbx.SAFETY_NET)
         finally:
             c.close()
         dropped[0] += 1
@@ -301,9 +300,9 @@ def test_sigterm_under_load_answers_everything(daemon):
         await asyncio.sleep(0.05)
         late = held.send_execute("return 1")
         held.reply(held.deferred[0], "1:1")
-        r = held.wait(late, timeout=10 * SCALE)
+        r = held.wait(late, timeout=sbx.SAFETY_NET)
         assert not r.ok, r                  # no new work once stopping
-        r = held.wait(held_id, timeout=10 * SCALE)
+        r = held.wait(held_id, timeout=sbx.SAFETY_NET)
         assert r.ok or r.kind == "cancelled", r
         await asyncio.get_running_loop().run_in_executor(None, d.proc.wait, 30 * SCALE)
         load.stop.set()
@@ -369,7 +368,7 @@ def test_supervisor_killed_leaves_nothing(daemon, subreaper, as_root):
             return task
         asyncio.run(asyncio.wait_for(_cancel_after(main), 60))
         d.proc.wait()
-        deadline = time.monotonic() + 3 * SCALE
+        deadline = time.monotonic() + sbx.SAFETY_NET
         while orphans() and time.monotonic() < deadline:
             reap_all()
             time.sleep(0.05)
