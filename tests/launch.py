@@ -219,7 +219,7 @@ class Daemon:
         self.returncode = None
 
     # ------------------------------------------------------------ lifecycle
-    def start(self, ready_timeout=10.0 * SCALE):
+    def start(self, ready_timeout=60.0 * SCALE):
         """Start the daemon and return once it is ready; StartError when it
         exits first or is not ready within ready_timeout seconds (then it
         is killed)."""

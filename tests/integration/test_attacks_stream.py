@@ -88,7 +88,7 @@ def test_backlog_below_the_streamed_answer_is_refused(daemon_factory):
                        ceilings={"max_output_bytes": m, "max_bindings_bytes": m},
                        defaults={"max_output_bytes": m, "max_bindings_bytes": m})
     with pytest.raises(pytest.fail.Exception):
-        d.start(ready_timeout=3 * sbx.SCALE)
+        d.start(ready_timeout=sbx.SAFETY_NET)
     assert "12 x max_output_bytes" in d.stderr, d.stderr
 
 

@@ -153,8 +153,8 @@ def test_dates_still_local_in_chroot(daemon_factory, tmp_path):
 def start_fails(daemon_factory, pattern, **sections):
     d = daemon_factory(start=False, check_stop=False, **sections)
     with pytest.raises(BaseException):
-        d.start(ready_timeout=10.0 * sbx.SCALE)
-    rc = d.proc.wait(10 * sbx.SCALE)
+        d.start(ready_timeout=sbx.SAFETY_NET)
+    rc = d.proc.wait(sbx.SAFETY_NET)
     assert rc != 0, rc
     assert re.search(pattern, d.stderr), d.stderr
     assert not os.path.exists(d.socket_path)

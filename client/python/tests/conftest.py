@@ -41,7 +41,7 @@ class Daemon(launch.Daemon):
     def __init__(self, cfg):
         super().__init__(cfg, binary=SANDBOXD_BIN, prefix="sbxpy-")
 
-    def start(self, timeout=10.0 * SCALE):
+    def start(self, timeout=60.0 * SCALE):
         try:
             return super().start(timeout)
         except launch.StartError as e:
