@@ -183,7 +183,7 @@ class Daemon(launch.Daemon):
         self._clients = []
 
     # ------------------------------------------------------------ lifecycle
-    def start(self, ready_timeout=60.0 * SCALE):
+    def start(self, ready_timeout=sbx.SAFETY_NET):
         """As the launcher's, a failure to start failing the test."""
         try:
             return super().start(ready_timeout)

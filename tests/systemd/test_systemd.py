@@ -46,9 +46,6 @@ CAPS = (1 << 0) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 18) | (1 << 23)
 # (Debian 12, systemd 252): what it gives now.  A directive dropped from the
 # unit raises it.
 MAX_EXPOSURE = 2.1
-# The bound of a wait that ends when its condition holds (a state reached,
-# a reload applied): a safety net, never the claim of a test.
-SAFETY_NET = 60
 
 REPORT = {}
 
@@ -246,7 +243,7 @@ def test_reload_applies_a_changed_config(machine, sock):
         # A connection open across the reload stays, and sees the new default.
         # (systemd 252 ends the reload job once ExecReload's SIGHUP is sent;
         # the daemon applies it a moment later.)
-        deadline = time.monotonic() + SAFETY_NET
+        deadline = time.monotonic() + sbx.SAFETY_NET
         while held.call("describe").result["defaults"]["timeout_ms"] != 45000:
             assert time.monotonic() < deadline, "the reload did not apply"
             time.sleep(0.05)
@@ -417,7 +414,7 @@ def test_stop_during_executions(machine, sock):
     th.start()
     # The daemon stops accepting but the socket is systemd's: a client that
     # connects now waits in the backlog and is answered after the next start.
-    deadline = time.monotonic() + SAFETY_NET
+    deadline = time.monotonic() + sbx.SAFETY_NET
     while m.show("sandboxd.service", "ActiveState")["ActiveState"] != "deactivating":
         assert time.monotonic() < deadline, "the service never began to stop"
         time.sleep(0.05)
@@ -592,7 +589,7 @@ def test_watchdog(machine, sock):
         # Unable to start workers: every zygote killed as it starts.
         cur = m.cursor()
         c = client(sock)
-        deadline = time.monotonic() + SAFETY_NET
+        deadline = time.monotonic() + sbx.SAFETY_NET
         while True:
             kill_zygotes_of(m, pid)
             st = c.call("describe").result["state"]
@@ -618,7 +615,7 @@ def test_watchdog(machine, sock):
         m.wait_journal(lambda e: "Watchdog timeout" in e.get("MESSAGE", ""),
                        unit="sandboxd.service", after=cur, what="systemd's watchdog timeout")
         # The new daemon starts workers.
-        deadline = time.monotonic() + SAFETY_NET
+        deadline = time.monotonic() + sbx.SAFETY_NET
         while m.show("sandboxd.service", "SubState")["SubState"] != "running":
             assert time.monotonic() < deadline
             time.sleep(0.1)
