@@ -438,8 +438,15 @@ static void spawn(struct sup *s, unsigned n)
     }
     while (n-- > 0 && s->procs < worker_bound(s)) {
         struct zygote *z = shard_to_ask(s);
-        if (!z || spawn_request(z) < 0)
+        if (!z)
             break;
+        if (spawn_request(z) < 0) {
+            /* no descriptor for its hand-over: no worker can be had now */
+            if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
+                sched_supply_failed(s, "no descriptor for a worker's channel: %s",
+                                    strerror(errno));
+            break;
+        }
         s->pending++;
         s->procs++;
     }

@@ -223,15 +223,64 @@ static void zygote_watch_cb(struct ev_loop *loop, ev_timer *t, int revents)
     ev_timer_stop(loop, t);
 }
 
+/* A descriptor for every hand-over in flight.  A hand-over carries the
+ * supervisor's end of the new worker's channel, which recvmsg puts in a
+ * new descriptor; with none free the kernel drops it (MSG_CTRUNC), and the
+ * worker the zygote forked for it is lost.  Out of descriptors, every
+ * request sent since the last hand-over that fit was lost so, in bursts.
+ * So a request holds one descriptor (a duplicate of the zygote's socket)
+ * from its send until its hand-over is read: zygote_poll closes one just
+ * before each recvmsg, and takes it again if nothing came.  The loop is
+ * single-threaded, so nothing else can take it in between.  Without a
+ * descriptor to hold, no worker is asked for. */
+static int hold_fd(struct zygote *z)
+{
+    int fd;
+
+    if (MUTANT(SPAWN_HOLD))
+        return 0;                       /* mutant: hand-overs land where they can */
+    if (z->n_held == z->cap_held) {
+        unsigned cap = z->cap_held ? 2 * z->cap_held : 16;
+        int *p = realloc(z->held, cap * sizeof *p);
+        if (!p) {
+            errno = ENOMEM;
+            return -1;
+        }
+        z->held = p;
+        z->cap_held = cap;
+    }
+    if ((fd = fcntl(z->fd, F_DUPFD_CLOEXEC, 0)) < 0)
+        return -1;
+    z->held[z->n_held++] = fd;
+    return 0;
+}
+
+/* Give up one held descriptor (if any): 1 if one was. */
+static int release_fd(struct zygote *z)
+{
+    if (z->n_held == 0)
+        return 0;
+    close(z->held[--z->n_held]);
+    return 1;
+}
+
 int spawn_request(struct zygote *z)
 {
     struct sup *s = z->sup;
     char c = 'S';
 
-    if (z->fd < 0)
+    if (z->fd < 0) {
+        errno = ESRCH;
         return -1;
-    if (send(z->fd, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
+    }
+    if (hold_fd(z) < 0)
         return -1;
+    if (send(z->fd, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1) {
+        int err = errno;
+        release_fd(z);
+        errno = err;
+        return -1;
+    }
     if (z->pending == 0)
         z->progress = ev_now(s->loop);
     z->pending++;
@@ -254,9 +303,17 @@ static void zygote_poll(struct zygote *z)
         int fd = -1;
         ssize_t n;
 
+        int held;
+
         if (z->fd < 0)
             return;
+        held = release_fd(z);           /* where this hand-over lands */
         n = recvmsg(z->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n <= 0 && held) {
+            int err = errno;
+            (void)hold_fd(z);           /* nothing came: the place is kept */
+            errno = err;
+        }
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -273,7 +330,8 @@ static void zygote_poll(struct zygote *z)
         if (n != (ssize_t)sizeof m || m.err != 0 || m.pid <= 0 || fd < 0) {
             /* MSG_CTRUNC: the channel did not fit, the supervisor is out of
              * descriptors (the worker, its peer gone, exits; its reap is
-             * an unknown pid) */
+             * an unknown pid); hold_fd makes that happen only where a
+             * descriptor was taken from under a request */
             int err = n != (ssize_t)sizeof m ? EPROTO : m.err > 0 ? m.err :
                       (mh.msg_flags & MSG_CTRUNC) ? EMFILE : 0;
             if (fd >= 0)
@@ -294,6 +352,8 @@ void spawn_poll(struct sup *s)
 
 static void zygote_close(struct zygote *z)
 {
+    while (release_fd(z))
+        ;
     if (z->fd >= 0) {
         ev_io_stop(z->sup->loop, &z->io);
         close(z->fd);
@@ -338,6 +398,9 @@ void spawn_stop(struct sup *s)
     for (unsigned i = 0; i < s->n_shards; i++) {
         struct zygote *z = &s->zyg[i];
         zygote_close(z);
+        free(z->held);
+        z->held = NULL;
+        z->cap_held = 0;
         if (z->pid > 0) {
             kill(z->pid, SIGKILL);
             waitpid(z->pid, NULL, 0);

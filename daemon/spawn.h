@@ -24,8 +24,12 @@
  * Contract (supervisor side):
  *  - spawn_start() starts every zygote that is not running (-1 if one could
  *    not be started; the others run).  spawn_running() says whether all
- *    run.  spawn_request(z) asks zygote z for one worker without blocking
- *    (-1 if it does not run or the request cannot be queued now).
+ *    run.  spawn_request(z) asks zygote z for one worker without blocking,
+ *    holding a descriptor until its hand-over is read, so that every
+ *    hand-over asked for has a descriptor to land in; -1 with errno
+ *    EMFILE, ENFILE or ENOMEM if none can be held (nothing is asked), and
+ *    -1 with another errno if it does not run or the request cannot be
+ *    queued now.
  *  - spawn_poll() reads every hand-over available now, from every zygote,
  *    and passes each to sched_worker_arrived() with its shard.
  *  - spawn_find() names the zygote of a pid (NULL if none);

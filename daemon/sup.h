@@ -53,6 +53,8 @@ struct zygote {
     pid_t    pid;                 /* 0: not running */
     int      fd;
     unsigned pending;             /* its spawn requests not yet answered */
+    int     *held;                /* owned: a descriptor held per pending request */
+    unsigned n_held, cap_held;    /* (spawn.c: where its hand-over will land) */
     ev_io    io;
     ev_tstamp started;
     ev_tstamp progress;           /* last hand-over, or the first unanswered request */
