@@ -187,6 +187,9 @@ def test_one_chunk_at_a_time(client):
 
 
 def test_close_answers_after_the_worker_is_gone(daemon):
+    # the sessions of the tests before on this daemon end with their
+    # connections, which it handles when it reads their ends: gone first
+    wait_state(daemon, "sessions", 0)
     with daemon.client() as c:
         before = state(daemon)["workers"]
         sid = open_session(c)
@@ -279,6 +282,7 @@ def test_another_connections_session_id(daemon):
 
 
 def test_disconnect_closes_sessions(daemon):
+    wait_state(daemon, "sessions", 0)       # none left by the tests before
     c = daemon.client()
     sid = open_session(c)
     open_session(c)

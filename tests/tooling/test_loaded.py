@@ -27,11 +27,21 @@ def children(ppid):
     return out
 
 
+def cmdline(pid):
+    """pid's command line; "" once it has exited (a child listed a moment
+    ago, such as the script's short-lived subshells, may be gone)."""
+    try:
+        with open("/proc/%d/cmdline" % pid) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 def hogs_of(p, n, within=60.0):
     """The n hog pids of scripts/loaded process p, once all spin."""
     end = time.monotonic() + within
     while time.monotonic() < end:
-        pids = [c for c in children(p.pid) if "python3" in open("/proc/%d/cmdline" % c).read()]
+        pids = [c for c in children(p.pid) if "python3" in cmdline(c)]
         if len(pids) == n:
             return pids
         time.sleep(0.05)
