@@ -300,10 +300,8 @@ static void zygote_poll(struct zygote *z)
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
                              .msg_control = u.buf, .msg_controllen = sizeof u.buf };
         struct cmsghdr *cm;
-        int fd = -1;
+        int fd = -1, held;
         ssize_t n;
-
-        int held;
 
         if (z->fd < 0)
             return;

@@ -262,8 +262,8 @@ def test_fd_exhaustion_under_load(daemon):
     finally:
         resource.prlimit(d.pid, resource.RLIMIT_NOFILE, before)
     assert_clean(counts, allowed={"internal_error", "busy"})
-    # Every worker asked for had a descriptor to land in: none forked and
-    # lost because its hand-over did not fit (in bursts, 190-690 in 2 s).
+    # Every worker asked for had a descriptor to land in: none was forked
+    # and then lost because its hand-over did not fit.
     lost = d.stderr.count("could not start a worker: Too many open files")
     assert lost == 0, "%d hand-overs lost for want of a descriptor" % lost
     storm = d.stderr.count("could not start a worker") + d.stderr.count("no descriptor for a")
