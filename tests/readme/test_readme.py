@@ -269,6 +269,22 @@ def run_stream(checkout, cmd):
     assert p.stdout == "1\n" and p.stderr == "a\n", (p.stdout, p.stderr)
 
 
+def install_make(checkout, cmd):
+    """The line that gives a Debian 12 without make the one package the
+    first command needs: apt-get (simulated, which needs no root) resolves
+    it, and what make runs first installs the rest without make itself."""
+    assert cmd == "sudo apt-get update && sudo apt-get install -y make", cmd
+    p = subprocess.run(["apt-get", "install", "-s", "-y", "make"], capture_output=True, text=True,
+                       timeout=120, env=dict(os.environ, LC_ALL="C"))
+    assert p.returncode == 0 and re.search(r"^(Inst make |make is already)", p.stdout, re.M), \
+        p.stdout + p.stderr
+    with open(os.path.join(REPO, "scripts", "install-deps")) as f:
+        assert f.readline() == "#!/bin/sh\n"
+    p = subprocess.run(["scripts/install-deps", "--list"], cwd=REPO, capture_output=True,
+                       text=True)
+    assert "build-essential" in p.stdout.split(), p.stdout
+
+
 def make_target(checkout, cmd):
     target = cmd.split()[1] if len(cmd.split()) > 1 else "all"
     with open(os.path.join(REPO, "Makefile")) as f:
@@ -324,6 +340,7 @@ COMMANDS = {
     "build/sandboxctl session": run_session,
     "sandboxctl exec --stream": lambda c, cmd: run_stream(c, "build/" + cmd),
     "scripts/install-deps --list": run_install_deps_list,
+    "sudo apt-get update && sudo apt-get install -y make": install_make,
     "man docs/sandboxctl.1": run_man,
     "cd client/mcp && npm ci": npm_ci,
     "npm ci": npm_ci,
@@ -334,7 +351,7 @@ COMMANDS = {
 COMMAND_RE = re.compile(r"`((?:make|build/sandboxctl|sandboxctl|scripts/|man|cd|npm|npx|pip|"
                         r"python3|PYTHONPATH|node|sudo|socat)(?: [^`]*)?)`")
 NOT_COMMANDS = {"pip install", "make", "sandboxctl", "scripts/install-deps", "scripts/node18",
-                "python3", "npm", "socat", "node", "man"}   # names in the text, not commands to run
+                "python3", "npm", "socat", "node", "man", "sudo"}   # names in the text, not commands to run
 
 
 def prose_commands():
