@@ -666,7 +666,7 @@ def test_every_execution_has_one_log_line_even_unanswered(daemon_factory):
         r = b.call("execute", {"code": "return 3"}, id="busy-3")
         assert r.kind == "busy", r
     wait_until(lambda: "queued" in json.dumps(describe(d.client())) and
-               describe(d.client())["state"]["queued"] == 1, 5, "the queued execution")
+               describe(d.client())["state"]["queued"] == 1, 60, "the queued execution")
     a.close()
     for rid, outcome in (("run-1", "disconnected"), ("queued-2", "disconnected"),
                          ("busy-3", "busy")):
@@ -933,7 +933,7 @@ def test_daemon_works_with_the_units_capabilities(tmp_path):
             # process that is not dumpable); a worker another fork has just
             # made may not have switched yet, so every worker gets a moment.
             nobody = pwd.getpwnam("nobody").pw_uid
-            wait_until(lambda: all(_uids(p) in (None, [nobody] * 4) for p in workers), 5,
+            wait_until(lambda: all(_uids(p) in (None, [nobody] * 4) for p in workers), 60,
                        "workers running as nobody: %s" % [(p, _uids(p)) for p in workers])
             assert _uids(workers[0]) == [nobody] * 4                        # CAP_SETUID
             root, want = os.stat("/proc/%d/root" % workers[0]), os.stat(str(empty))
@@ -1273,7 +1273,7 @@ def test_terminal_signals_reach_the_daemon_only(tmp_path):
         wait_until(lambda: accepts(sock), 60, "the socket")
         zyg = wait_until(lambda: _daemon_children(proc.pid, "sandboxd-zygote"), 60, "the zygote")
         worker = wait_until(lambda: _daemon_children(zyg[0], "sandboxd-worker") or
-                            _daemon_children(proc.pid, "sandboxd-worker"), 10, "a pool worker")
+                            _daemon_children(proc.pid, "sandboxd-worker"), 60, "a pool worker")
         d = _stat_fields(proc.pid)
         assert d[3] == proc.pid and d[4] != 0, d          # the test set this up
         for pid in zyg + worker:
@@ -1351,7 +1351,7 @@ def test_ctrl_c_in_a_terminal_ends_make_run_with_the_daemons_status(tmp_path):
     log = open(logpath, "wb")
     proc, master = _with_terminal(["make", "run"], log, cwd=tmp)
     try:
-        wait_until(lambda: "listening on" in open(logpath, errors="replace").read(), 10,
+        wait_until(lambda: "listening on" in open(logpath, errors="replace").read(), 60,
                    "make run to be listening")
         [shell] = _children(proc.pid)
         daemon = os.path.basename(os.path.realpath(SANDBOXD_BIN))[:15]
@@ -1360,9 +1360,12 @@ def test_ctrl_c_in_a_terminal_ends_make_run_with_the_daemons_status(tmp_path):
             """The shell blocked in its wait (dash: sigsuspend) with the
             daemon its one live child (the readiness listener gone, the lines
             printed): where a user's Ctrl-C finds it."""
-            live = [c for c in _children(shell) if _stat_fields(c)[0] != "Z"]
-            return (_wchan(shell).startswith(("do_wait", "sigsuspend")) and len(live) == 1 and
-                    open("/proc/%d/comm" % live[0]).read().strip() == daemon)
+            # read_proc_stat: a child listed a moment ago (the readiness
+            # listener, exiting) may be gone, and then it is not live
+            from conftest import read_proc_stat
+            kids = [read_proc_stat(c) for c in _children(shell)]
+            live = [k[0] for k in kids if k is not None and k[1] != "Z"]
+            return (_wchan(shell).startswith(("do_wait", "sigsuspend")) and live == [daemon])
         wait_until(waits_for_the_daemon, 60, "make run to wait for the daemon")
         os.write(master, b"\x03")                           # Ctrl-C
         proc.wait(30 * SCALE)
@@ -1387,7 +1390,7 @@ def test_closing_the_terminal_stops_make_run(tmp_path):
     proc, master = _with_terminal([os.path.join(REPO, "scripts/run"), _run_dir(tmp)], log,
                                   cwd=tmp)
     try:
-        wait_until(lambda: "listening on" in open(logpath, errors="replace").read(), 10,
+        wait_until(lambda: "listening on" in open(logpath, errors="replace").read(), 60,
                    "make run to be listening")
         daemons = _daemon_children(proc.pid, os.path.basename(os.path.realpath(SANDBOXD_BIN))[:15])
         os.close(master)
