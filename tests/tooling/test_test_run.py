@@ -7,6 +7,7 @@ started included."""
 import os
 import pty
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -215,6 +216,8 @@ HOLDER = textwrap.dedent("""\
 
     def test_hold():
         d = launch.Daemon({"daemon": {"pool_size": 0}}).start()
+        with open(%(dir)r, "w") as f:
+            f.write(d.tmpdir)
         end = time.monotonic() + 30
         while not children(d.pid) and time.monotonic() < end:
             time.sleep(0.05)
@@ -225,12 +228,19 @@ HOLDER = textwrap.dedent("""\
     """)
 
 
+@pytest.fixture
 def holder(tmp_path):
-    pids = tmp_path / "pids"
+    """(test, pids): a suite whose one test starts a daemon, writes the pids
+    of itself, the daemon and the daemon's children to `pids`, and waits to
+    be killed.  Killed by a signal, it cannot remove its daemon's directory
+    under /tmp, so this does once the test is over."""
+    pids, daemon_dir = tmp_path / "pids", tmp_path / "daemon-dir"
     test = tmp_path / "test_holder.py"
     test.write_text(HOLDER % {"tests": os.path.dirname(os.path.dirname(TEST_RUN)) + "/tests",
-                              "pids": str(pids)})
-    return test, pids
+                              "pids": str(pids), "dir": str(daemon_dir)})
+    yield test, pids
+    if daemon_dir.exists():
+        shutil.rmtree(daemon_dir.read_text(), ignore_errors=True)
 
 
 def read_pids(path, within=60):
@@ -241,10 +251,10 @@ def read_pids(path, within=60):
     return [int(p) for p in path.read_text().split()]
 
 
-def test_a_suite_killed_by_sigkill_leaves_no_daemon(tmp_path):
+def test_a_suite_killed_by_sigkill_leaves_no_daemon(tmp_path, holder):
     """The daemon (and with it its zygote) dies with the suite that started
     it, even when nothing in the suite runs again."""
-    test, pids = holder(tmp_path)
+    test, pids = holder
     p = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                           str(test)], cwd=str(tmp_path), stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
@@ -264,13 +274,13 @@ def test_a_suite_killed_by_sigkill_leaves_no_daemon(tmp_path):
 @pytest.mark.parametrize("to, sig", [("run", signal.SIGTERM), ("run", signal.SIGHUP),
                                      ("make", signal.SIGTERM), ("make's group", signal.SIGHUP),
                                      ("run", signal.SIGKILL)])
-def test_a_signal_to_the_run_leaves_nothing_of_the_stage(tmp_path, to, sig):
+def test_a_signal_to_the_run_leaves_nothing_of_the_stage(tmp_path, holder, to, sig):
     """SIGTERM or SIGHUP to the run, SIGTERM to the make whose recipe it is
     (make passes it on to nobody and ends), SIGHUP to make's process group
     (a closed terminal) reach the stage's suite behind a shell; the run
     waits for it, exits 128 + the signal, and neither the suite nor its
     daemon is left.  Even SIGKILL to the run leaves nothing of its stage."""
-    test, pids = holder(tmp_path)
+    test, pids = holder
     stages = ["held|build|%s -m pytest -q -p no:cacheprovider %s; echo after"
               % (sys.executable, test), "next|-|touch %s" % (tmp_path / "next-ran")]
     if to != "run":                 # as the Makefile's test target runs it
