@@ -53,7 +53,7 @@ UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 UNIT_OBJS   := $(patsubst %.c,$(O)/obj/%.o,$(UNIT_SRCS))
 LIB         := $(O)/libsandboxd.a
 
-.PHONY: all deps run check-house test test-unit test-integration test-systemd test-reliability soak test-hooks test-node bench-node test-elixir bench-elixir asan trace bench bench-breakdown mutation fuzz install clean
+.PHONY: all deps test-deps run check-house test test-unit test-integration test-systemd test-reliability soak test-hooks test-node bench-node test-elixir bench-elixir asan trace bench bench-breakdown mutation fuzz install clean
 all: $(O)/sandboxd $(O)/sandboxctl
 
 # The Debian packages first, then pkg-config's flags for them, kept in
@@ -61,14 +61,17 @@ all: $(O)/sandboxd $(O)/sandboxctl
 # than scripts/install-deps, make runs this rule before anything else and
 # starts over with the flags read from it, so no flag is computed before
 # pkg-config and the libraries are there.  `make clean` alone needs neither.
+# `make` and `make run` install only the build group; the tests, the
+# sanitizer, fuzz, bench and packaging targets the test group (TEST_DEPS),
+# before their first command.
 DEPS_MK := build/config.mk
+TEST_DEPS := build/.test-deps
 deps: $(DEPS_MK)
 $(DEPS_MK): scripts/install-deps
-	@scripts/install-deps
+	@scripts/install-deps build
 	@mkdir -p build
 	@{ printf 'PKG_CFLAGS := %s\n' "$$(pkg-config --cflags $(PKGS))" && \
-	   printf 'PKG_LIBS := %s\n' "$$(pkg-config --libs $(PKGS))" && \
-	   printf 'CMOCKA_LIBS := %s\n' "$$(pkg-config --libs cmocka)"; } > $@.tmp
+	   printf 'PKG_LIBS := %s\n' "$$(pkg-config --libs $(PKGS))"; } > $@.tmp
 	@mv $@.tmp $@
 ifneq ($(MAKECMDGOALS),clean)
 include $(DEPS_MK)
@@ -76,6 +79,13 @@ endif
 # The same step under the name an order-only prerequisite may give it.
 build/.deps: $(DEPS_MK)
 	@touch $@
+test-deps: $(TEST_DEPS)
+$(TEST_DEPS): scripts/install-deps | $(DEPS_MK)
+	@scripts/install-deps test
+	@touch $@
+# cmocka is the test group's: its flags are asked for when a unit test is
+# linked, after TEST_DEPS installed it (a recursive variable, expanded then).
+CMOCKA_LIBS = $(shell pkg-config --libs cmocka)
 
 # The flags each output directory was built with.  When they change (make
 # O=build/asan without SANITIZE=1, say), everything in $(O) is rebuilt rather
@@ -107,7 +117,8 @@ $(O)/sandboxctl: $(CLIENT_OBJS) $(LIB)
 # The unit tests' objects are kept (not intermediate files make deletes),
 # so a second `make test` does not compile them again.
 .SECONDARY: $(UNIT_OBJS)
-$(O)/tests/%: $(O)/obj/tests/unit/%.o $(LIB)
+$(UNIT_OBJS): | $(TEST_DEPS)
+$(O)/tests/%: $(O)/obj/tests/unit/%.o $(LIB) | $(TEST_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
 
@@ -128,7 +139,7 @@ run: all
 test-unit: $(UNIT_BINS)
 	@rc=0; for t in $(UNIT_BINS); do echo "== $$t"; $$t || rc=1; done; exit $$rc
 
-test-integration: all $(O)/tests/lua_meter
+test-integration: all $(O)/tests/lua_meter $(TEST_DEPS)
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(O)/sandboxctl \
 	LUA_METER=$(CURDIR)/$(O)/tests/lua_meter \
 	SANDBOXD_SANITIZE=$(SANITIZE) SANDBOXD_SHARDS=$(SHARDS) \
@@ -140,7 +151,7 @@ test-integration: all $(O)/tests/lua_meter
 # run at twice its needs and at half of each; the verdicts are in
 # build/precision/report.md.
 .PHONY: test-precision
-test-precision: all
+test-precision: all $(TEST_DEPS)
 	@mkdir -p $(O)/precision
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $(O)/precision/measure tests/precision/measure.c \
 	  tests/precision/charges.c worker/charge.c worker/charge_match.c \
@@ -150,7 +161,7 @@ test-precision: all
 
 # The Python client (client/python) against the daemon in $(O).
 .PHONY: test-python
-test-python: all
+test-python: all $(TEST_DEPS)
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider client/python/tests
 
@@ -158,7 +169,7 @@ test-python: all
 # environment gains sandboxd_test.syscall(nr), so a test can make a worker
 # issue a forbidden system call (tests/integration/test_hooks.py).
 HOOKS_O := build/hooks
-test-hooks: deps
+test-hooks: $(TEST_DEPS)
 	$(MAKE) O=$(HOOKS_O) EXTRA_CPPFLAGS=-DSANDBOXD_TEST_HOOKS=1 all
 	SANDBOXD_BIN=$(CURDIR)/$(HOOKS_O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(HOOKS_O)/sandboxctl \
 	SANDBOXD_SANITIZE=0 SANDBOXD_TEST_HOOKS=1 \
@@ -170,18 +181,18 @@ test-hooks: deps
 # installed and driven as docs/deployment.md tells an operator.  Where the
 # container cannot boot here (not root, no systemd-nspawn, no mirror for the
 # first build) it says so in one line and passes.
-test-systemd: all
+test-systemd: all $(TEST_DEPS)
 	@tests/systemd/run $(O)
 
 # The reliability suite (tests/reliability): checked load with faults
 # injected and crash loops of the zygote, under two minutes; `make soak` runs
 # its faults for SOAK_SECONDS.
 SOAK_SECONDS ?= 300
-test-reliability: all
+test-reliability: all $(TEST_DEPS)
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/reliability
 
-soak: all
+soak: all $(TEST_DEPS)
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd /usr/bin/python3 tests/reliability/soak.py $(SOAK_SECONDS)
 
 # The Node packages with Node's own test runner against the daemon in $(O):
@@ -194,7 +205,7 @@ soak: all
 # each committed lock file, only when node_modules is missing or older than
 # the lock, and names the registry problem when it cannot.
 NODE_SUITES := client/node client/mcp client/mcp/hosts
-test-node: all client/mcp/node_modules/.package-lock.json client/mcp/hosts/node_modules/.package-lock.json
+test-node: all $(TEST_DEPS) client/mcp/node_modules/.package-lock.json client/mcp/hosts/node_modules/.package-lock.json
 	$(MAKE) -C bench loadgen
 	@rc=0; echo "== bench/node_tools.mjs --smoke"; \
 	node bench/node_tools.mjs --smoke --sandboxd $(CURDIR)/$(O)/sandboxd || rc=1; \
@@ -209,14 +220,14 @@ test-node: all client/mcp/node_modules/.package-lock.json client/mcp/hosts/node_
 
 # Tool calls/s through the Node client against the C load generator, and the
 # latency execute_lua adds over its two MCP round trips (bench/node_tools.mjs).
-bench-node: all client/mcp/node_modules/.package-lock.json
+bench-node: all $(TEST_DEPS) client/mcp/node_modules/.package-lock.json
 	$(MAKE) -C bench loadgen
 	node bench/node_tools.mjs --sandboxd $(O)/sandboxd
 
-client/mcp/node_modules/.package-lock.json: client/mcp/package-lock.json client/mcp/package.json | $(DEPS_MK)
+client/mcp/node_modules/.package-lock.json: client/mcp/package-lock.json client/mcp/package.json | $(TEST_DEPS)
 	scripts/npm-ci client/mcp
 	@touch $@
-client/mcp/hosts/node_modules/.package-lock.json: client/mcp/hosts/package-lock.json client/mcp/hosts/package.json | $(DEPS_MK)
+client/mcp/hosts/node_modules/.package-lock.json: client/mcp/hosts/package-lock.json client/mcp/hosts/package.json | $(TEST_DEPS)
 	scripts/npm-ci client/mcp/hosts
 	@touch $@
 
@@ -224,7 +235,7 @@ client/mcp/hosts/node_modules/.package-lock.json: client/mcp/hosts/package-lock.
 # the process that runs it, nothing in the supervisor or in proto/ includes
 # <lua.h> (directly or through a header), no include runs up the folders
 # or across processes; tests/house shows that the check catches each.
-check-house:
+check-house: $(TEST_DEPS)
 	scripts/check-house
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/house
 
@@ -253,7 +264,7 @@ TEST_STAGES := \
   'fuzz, 10 s a target|build/fuzz|FUZZ_JOBS=2 tests/fuzz/run.sh 10' \
   'precision|build|$(MAKE) O=build test-precision' \
   'tooling, README|build|$(MAKE) O=build test-tooling'
-test: deps
+test: $(TEST_DEPS)
 	+@exec scripts/test-run --summary build/test-summary.txt --logs build/test-logs $(TEST_STAGES)
 
 # The tests of make test's own machinery (tests/tooling: its runner,
@@ -261,7 +272,7 @@ test: deps
 # suites in a terminal) and of every command and example in the README,
 # run against the real daemon (tests/readme).
 .PHONY: test-tooling
-test-tooling: all
+test-tooling: all $(TEST_DEPS)
 	$(MAKE) -C bench loadgen inproc
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(O)/sandboxctl \
 	SANDBOXD_SANITIZE=$(SANITIZE) /usr/bin/python3 -m pytest -q -p no:cacheprovider \
@@ -270,41 +281,41 @@ test-tooling: all
 # The Elixir client and Legion adapter (client/elixir) against the daemon in
 # $(O): ExUnit, offline (the mix project has no dependencies, so no Hex).  A
 # sanitizer report in a daemon's log fails the run.
-test-elixir: all
+test-elixir: all $(TEST_DEPS)
 	cd client/elixir && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd MIX_ENV=test HEX_OFFLINE=1 \
 	MIX_BUILD_ROOT=$(CURDIR)/$(O)/elixir mix test
 
 # What Sandboxd.Legion adds to the daemon's latency for an execute with one
 # tool call, against a C client in the same run (bench/elixir_legion.exs).
-bench-elixir: all
+bench-elixir: all $(TEST_DEPS)
 	cd client/elixir && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd MIX_ENV=test HEX_OFFLINE=1 \
 	MIX_BUILD_ROOT=$(CURDIR)/$(O)/elixir mix run ../../bench/elixir_legion.exs
 
-asan:
+asan: $(TEST_DEPS)
 	$(MAKE) O=build/asan SANITIZE=1 all
 
 # A bench build with -DSANDBOXD_BENCH_TRACE=1 (never installed): every answer
 # carries the timestamps of its execution's steps (daemon/trace.h), which
 # bench/breakdown turns into the time of each step beside its floor.
 TRACE_O := build/trace
-trace: deps
+trace: $(TEST_DEPS)
 	$(MAKE) O=$(TRACE_O) EXTRA_CPPFLAGS=-DSANDBOXD_BENCH_TRACE=1 all
 
 bench-breakdown: trace
 	$(MAKE) -C bench O=$(CURDIR)/$(TRACE_O) run-breakdown
 
-bench: all
+bench: all $(TEST_DEPS)
 	$(MAKE) -C bench O=$(CURDIR)/$(O)
 
 # Coverage-guided fuzzing of the parsers that see hostile bytes (tests/fuzz/):
 # FUZZ_SECONDS per target.  make test runs a 10-second pass of each.
 FUZZ_SECONDS ?= 60
-fuzz: deps
+fuzz: $(TEST_DEPS)
 	FUZZ_JOBS=2 tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 # The mutation check: each hardening piece switched off in turn (a test-only
 # -DMUTATE_* build in build/mutate/NAME) must make some test fail.
-mutation: deps
+mutation: $(TEST_DEPS)
 	tests/mutation/run
 
 install: all

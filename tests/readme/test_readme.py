@@ -250,6 +250,28 @@ def run_install_deps_list(checkout, cmd):
     assert p.returncode == 0 and "liblua5.3-dev" in p.stdout.split(), p.stdout
 
 
+def run_install_deps_group(checkout, cmd):
+    """A group of scripts/install-deps, and the Makefile's use of it: make
+    installs build's packages, the tests test's (build's and more), and run's
+    are the shared libraries only."""
+    def group(g):
+        p = subprocess.run(["scripts/install-deps", "--list", g], cwd=REPO, capture_output=True,
+                           text=True)
+        assert p.returncode == 0, p.stderr
+        return p.stdout.split()
+    g = cmd.split()[1]
+    pkgs = group(g)
+    if g == "build":
+        assert "liblua5.3-dev" in pkgs and "libcmocka-dev" not in pkgs, pkgs
+    elif g == "test":
+        assert set(group("build")) <= set(pkgs) and "libcmocka-dev" in pkgs, pkgs
+    else:
+        assert pkgs and all(p.startswith("lib") and not p.endswith("-dev") for p in pkgs), pkgs
+    if g != "run":                      # run's is for a machine that only runs sandboxd
+        with open(os.path.join(REPO, "Makefile")) as f:
+            assert "\t@%s\n" % cmd in f.read(), cmd
+
+
 def run_man(checkout, cmd):
     p = subprocess.run(cmd.replace("man ", "man -P cat ", 1), shell=True, cwd=REPO,
                        capture_output=True, text=True, env=dict(os.environ, MANWIDTH="80"))
@@ -339,6 +361,9 @@ COMMANDS = {
     "build/sandboxctl session": run_session,
     "sandboxctl exec --stream": lambda c, cmd: run_stream(c, "build/" + cmd),
     "scripts/install-deps --list": run_install_deps_list,
+    "scripts/install-deps build": run_install_deps_group,
+    "scripts/install-deps test": run_install_deps_group,
+    "scripts/install-deps run": run_install_deps_group,
     "sudo apt-get update && sudo apt-get install -y make": install_make,
     "man docs/sandboxctl.1": run_man,
     "cd client/mcp && npm ci": npm_ci,

@@ -157,7 +157,7 @@ defmodule Sandboxd.ReadmeTest do
   defp apt_install(cmd) do
     ["apt-get", "install" | pkgs] = String.split(cmd)
     deps = File.read!(Path.join(@repo, "scripts/install-deps"))
-    assert deps =~ ~s(PKGS="$PKGS #{Enum.join(pkgs, " ")}")
+    assert deps =~ ~s(TEST="$TEST #{Enum.join(pkgs, " ")}")
 
     if dpkg = System.find_executable("dpkg-query") do
       {out, _} = System.cmd(dpkg, ["-W", "-f", "${Package} ${Status}\n" | pkgs])
