@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client/ctl.h"
@@ -565,10 +566,19 @@ static int on_signals(struct ctl_conn *s)
     return 0;
 }
 
+static long long now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int ctl_conn_call(struct ctl_conn *s, const char *method, json_t *params)
 {
+    long long deadline = s->answer_within_ms > 0 ? now_ms() + s->answer_within_ms : 0;
     struct pollfd p[5];
-    int rc;
+    int rc, wait_ms = -1;
 
     json_decref(s->id);
     json_decref(s->answer);
@@ -594,7 +604,16 @@ int ctl_conn_call(struct ctl_conn *s, const char *method, json_t *params)
             ctl_run_pollfds(&s->run, &p[2]);
         else
             p[2].fd = p[3].fd = p[4].fd = -1;
-        if (poll(p, 5, -1) < 0) {
+        if (deadline) {
+            long long left = deadline - now_ms();
+
+            if (left <= 0) {
+                ctl_err("no answer from %s within %d ms", s->path, s->answer_within_ms);
+                return CTL_EXIT_PROTOCOL;
+            }
+            wait_ms = (int)left;
+        }
+        if (poll(p, 5, wait_ms) < 0) {
             if (errno == EINTR)
                 continue;
             ctl_err("poll: %s", strerror(errno));

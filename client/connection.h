@@ -59,6 +59,8 @@ struct ctl_conn {
     json_int_t seq;                 /* id of the last request sent */
     int    stream_output;           /* print execution/output notifications on stderr */
     int    streamed;                /* some were printed for the current request */
+    int    answer_within_ms;        /* > 0: ctl_conn_call gives up on an answer
+                                     * this late (health); 0: it waits */
 };
 
 /* Connect to path.  On failure prints which path and why, and returns
@@ -72,8 +74,9 @@ int ctl_conn_open(struct ctl_conn *s, const char *path, int verbose,
  * again on the same connection (a session's chunks); each call forgets the
  * previous answer.  With s->stream_output, the text of every
  * execution/output notification of this request goes to stderr as it
- * arrives (and s->streamed is set).  Returns 0, or an exit status after
- * printing why. */
+ * arrives (and s->streamed is set).  With s->answer_within_ms, no answer
+ * within that many milliseconds of the call is CTL_EXIT_PROTOCOL ("no
+ * answer").  Returns 0, or an exit status after printing why. */
 int ctl_conn_call(struct ctl_conn *s, const char *method, json_t *params);
 
 void ctl_conn_close(struct ctl_conn *s);

@@ -32,6 +32,7 @@
 enum ctl_exit {
     CTL_EXIT_OK        = 0,
     CTL_EXIT_SCRIPT    = 1,   /* syntax_error, runtime_error */
+    CTL_EXIT_UNHEALTHY = 1,   /* health: every failure (a container health check's 1) */
     CTL_EXIT_USAGE     = 2,   /* bad invocation or input; request refused as invalid */
     CTL_EXIT_LIMIT     = 3,   /* the sandbox ended the execution */
     CTL_EXIT_CANCELLED = 4,   /* cancelled, tool_aborted */

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,9 @@ static const char usage_text[] =
 "  check [-e CODE | FILE | -]         compile the code without running it\n"
 "  describe                           the daemon's version, methods and limits\n"
 "  ping                               check that the daemon answers\n"
+"  health [--timeout MS]              for probes: exit 0 when the daemon answers\n"
+"                                     and can start workers, else 1 and one line\n"
+"                                     saying why (default: no answer in 5000 ms)\n"
 "  metrics                            the daemon's metrics, as Prometheus text\n"
 "  session                            an interactive session: each line (or\n"
 "                                     block) of stdin is a chunk run in one\n"
@@ -104,6 +108,8 @@ static const char usage_text[] =
 "       kind the contract does not know\n"
 "   77  forbidden\n"
 "  130  interrupted by a second Ctrl-C\n"
+"  health exits 0 or 1 only (2 for a usage error), as a container health\n"
+"  check expects.\n"
 "\n"
 "Examples:\n"
 "  sandboxctl exec -e 'return 1 + 1'\n"
@@ -122,7 +128,10 @@ static const char usage_text[] =
 "See sandboxctl(1).\n";
 
 enum cmd { CMD_NONE, CMD_CALL, CMD_EXEC, CMD_CHECK, CMD_DESCRIBE, CMD_PING, CMD_METRICS,
-           CMD_SESSION };
+           CMD_SESSION, CMD_HEALTH };
+
+/* health: how long it waits for the daemon's answer unless --timeout says. */
+#define HEALTH_TIMEOUT_MS 5000
 
 /* Which commands an option applies to. */
 enum scope {
@@ -130,7 +139,9 @@ enum scope {
     SC_CODE  = 1 << 0,  /* exec, check */
     SC_EXEC  = 1 << 1,  /* exec */
     SC_TOOLS = 1 << 2,  /* exec, check, call */
+    SC_WAIT  = 1 << 3,  /* exec, session, health */
 };
+#define N_SCOPES 4
 
 enum opt_id {
     O_SOCKET, O_VERBOSE, O_JSON, O_RAW, O_HELP, O_VERSION, O_EVAL, O_TIMEOUT, O_LIMIT,
@@ -151,7 +162,7 @@ static const struct optdef {
     {"help", 'h', 0, O_HELP, SC_ALL},
     {"version", 0, 0, O_VERSION, SC_ALL},
     {"eval", 'e', 1, O_EVAL, SC_CODE},
-    {"timeout", 0, 1, O_TIMEOUT, SC_EXEC},
+    {"timeout", 0, 1, O_TIMEOUT, SC_WAIT},
     {"limit", 0, 1, O_LIMIT, SC_EXEC},
     {"bindings", 0, 1, O_BINDINGS, SC_EXEC},
     {"save-bindings", 0, 1, O_SAVE, SC_EXEC},
@@ -168,12 +179,13 @@ static const struct cmddef {
     size_t max_args;
 } cmddefs[] = {
     {"call", CMD_CALL, SC_TOOLS, 2},
-    {"exec", CMD_EXEC, SC_CODE | SC_EXEC | SC_TOOLS, 1},
+    {"exec", CMD_EXEC, SC_CODE | SC_EXEC | SC_TOOLS | SC_WAIT, 1},
     {"check", CMD_CHECK, SC_CODE | SC_TOOLS, 1},
     {"describe", CMD_DESCRIBE, 0, 0},
     {"ping", CMD_PING, 0, 0},
     {"metrics", CMD_METRICS, 0, 0},
-    {"session", CMD_SESSION, SC_EXEC | SC_TOOLS, 0},
+    {"session", CMD_SESSION, SC_EXEC | SC_TOOLS | SC_WAIT, 0},
+    {"health", CMD_HEALTH, SC_WAIT, 0},
 };
 
 /* The parsed command line.  Strings are borrowed from argv; limits and
@@ -191,7 +203,7 @@ struct opts {
     const char *bindings, *save_bindings;
     struct ctl_tools tools;
     int tools_stdin;            /* a --tools file was "-" */
-    const char *scoped[3];      /* first option given of each scope, as typed */
+    const char *scoped[N_SCOPES]; /* first option given of each scope, as typed */
 };
 
 /* Result of parsing when it does not continue to a request. */
@@ -312,7 +324,7 @@ static void note_scope(struct opts *o, const struct optdef *d, const char *as_ty
 {
     int bit;
 
-    for (bit = 0; bit < 3; bit++)
+    for (bit = 0; bit < N_SCOPES; bit++)
         if ((d->scope & (1u << bit)) && o->scoped[bit] == NULL)
             o->scoped[bit] = as_typed;
 }
@@ -402,15 +414,23 @@ static int positional(struct opts *o, const char *a)
 /* Check what only makes sense once the whole line is known. */
 static int check_opts(const struct opts *o)
 {
-    static const char *const scope_use[3] = {"exec and check", "exec", "exec, check and call"};
+    static const char *const scope_use[N_SCOPES] = {"exec and check", "exec",
+                                                    "exec, check and call",
+                                                    "exec, session and health"};
     int bit, stdin_users = 0;
+    json_int_t n;
 
     if (o->cmd == NULL)
-        return usage_error("no command given (call, exec, check, describe, ping, metrics)");
-    for (bit = 0; bit < 3; bit++)
+        return usage_error("no command given (call, exec, check, describe, ping, health, "
+                           "metrics, session)");
+    for (bit = 0; bit < N_SCOPES; bit++)
         if (o->scoped[bit] != NULL && !(o->cmd->scopes & (1u << bit)))
             return usage_error("option '%s' applies only to %s, not to '%s'", o->scoped[bit],
                                scope_use[bit], o->cmd->name);
+    if (o->cmd->cmd == CMD_HEALTH && o->timeout != NULL && strcmp(o->timeout, "infinity") != 0 &&
+        (ctl_parse_int(o->timeout, &n) < 0 || n < 1 || n > INT_MAX))
+        return usage_error("health: --timeout '%s': expected 1 to %d milliseconds or infinity",
+                           o->timeout, INT_MAX);
     if (o->cmd->cmd == CMD_CALL && o->nargs == 0)
         return usage_error("call: no METHOD given");
     if (o->code != NULL && o->nargs > 0)
@@ -653,6 +673,40 @@ static int report_metrics(const struct opts *o, const json_t *result)
     return 0;
 }
 
+/* health: describe's state says whether workers can be started.  Healthy:
+ * one line on stdout.  Unhealthy: one line on stderr saying since when and
+ * how many failures in a row; CTL_EXIT_UNHEALTHY. */
+static int report_health(const struct opts *o, const json_t *result)
+{
+    const json_t *state = json_object_get(result, "state");
+    const json_t *can = json_object_get(state, "can_start_workers");
+    const char *since = json_string_value(json_object_get(state, "cannot_start_workers_since"));
+    const json_t *ms = json_object_get(state, "cannot_start_workers_ms");
+    const json_t *fails = json_object_get(state, "worker_start_failures");
+
+    if (!json_is_boolean(can)) {
+        ctl_err("unhealthy: the daemon's describe has no state.can_start_workers");
+        return CTL_EXIT_UNHEALTHY;
+    }
+    if (json_is_false(can)) {
+        ctl_err("unhealthy: the daemon cannot start workers since %s (for %" JSON_INTEGER_FORMAT
+                " ms, %" JSON_INTEGER_FORMAT " failures in a row)",
+                since ? since : "an unknown time", json_integer_value(ms),
+                json_integer_value(fails));
+        return CTL_EXIT_UNHEALTHY;
+    }
+    if (o->raw)
+        return 0;
+    if (printf("healthy: the daemon answers and can start workers (%" JSON_INTEGER_FORMAT
+               " running or idle, %" JSON_INTEGER_FORMAT " queued)\n",
+               json_integer_value(json_object_get(state, "workers")),
+               json_integer_value(json_object_get(state, "queued"))) < 0) {
+        ctl_err("cannot write to stdout: %s", strerror(errno));
+        return CTL_EXIT_UNHEALTHY;
+    }
+    return 0;
+}
+
 static int report(const struct opts *o, const struct ctl_conn *s)
 {
     const json_t *error = json_object_get(s->answer, "error");
@@ -662,8 +716,16 @@ static int report(const struct opts *o, const struct ctl_conn *s)
         fwrite(s->answer_line, 1, s->answer_len, stdout);
         fputc('\n', stdout);
     }
+    if (error != NULL && o->cmd->cmd == CMD_HEALTH) {
+        ctl_err("unhealthy: describe failed: %s",
+                json_string_value(json_object_get(error, "message")) != NULL
+                    ? json_string_value(json_object_get(error, "message")) : "(no message)");
+        return CTL_EXIT_UNHEALTHY;
+    }
     if (error != NULL)
         return report_error(o, error, s->streamed);
+    if (o->cmd->cmd == CMD_HEALTH)
+        return report_health(o, result);
     if (o->cmd->cmd == CMD_EXEC)
         return report_exec(o, result, s->streamed);
     if (o->cmd->cmd == CMD_METRICS)
@@ -693,6 +755,7 @@ static int build_request(const struct opts *o, const char **method, json_t **par
         *params = code_params(o);
         return *params == NULL ? CTL_EXIT_USAGE : 0;
     case CMD_DESCRIBE:
+    case CMD_HEALTH:
         *method = "describe";
         return 0;
     case CMD_PING:
@@ -756,6 +819,9 @@ int main(int argc, char **argv)
         json_decref(params);
         goto out;
     }
+    if (o.cmd->cmd == CMD_HEALTH)
+        s.answer_within_ms = o.timeout == NULL ? HEALTH_TIMEOUT_MS
+                             : strcmp(o.timeout, "infinity") == 0 ? 0 : atoi(o.timeout);
     if (o.cmd->cmd == CMD_SESSION) {
         rc = ctl_repl(&s, params, o.style);
     } else {
@@ -772,5 +838,8 @@ out:
     if (opened)
         ctl_conn_close(&s);
     opts_free(&o);
+    /* a probe's two answers: healthy, or not (a usage error stays 2) */
+    if (o.cmd != NULL && o.cmd->cmd == CMD_HEALTH && rc != CTL_EXIT_OK && rc != CTL_EXIT_USAGE)
+        rc = CTL_EXIT_UNHEALTHY;
     return rc;
 }
