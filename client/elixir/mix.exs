@@ -13,7 +13,8 @@ defmodule Sandboxd.MixProject do
       elixirc_paths: elixirc_paths(Mix.env()),
       deps: [],
       description: "Client for sandboxd (Lua 5.3 sandbox daemon) and a Legion sandbox adapter",
-      docs: [main: "readme", extras: ["README.md"]]
+      docs: [main: "readme", extras: ["README.md"]],
+      package: [licenses: ["MIT"], links: %{}]
     ]
   end
 
