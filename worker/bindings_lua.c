@@ -18,6 +18,7 @@
 #include "worker/bindings_lua.h"
 
 #include "proto/bindings.h"
+#include "proto/sort.h"
 #include "proto/utf8.h"
 #include "worker/codec.h"
 
@@ -201,7 +202,8 @@ static int entry_cmp(const void *pa, const void *pb)
 }
 
 /* Sort es (unless already in order) and move its pairs into a new array;
- * es is emptied either way.  NULL on allocation failure. */
+ * es is emptied either way.  NULL on allocation failure.  Keys are unique
+ * in a table, so an unstable sort still gives one order. */
 static json_t *entries_array(struct entries *es)
 {
     json_t *arr = json_array();
@@ -211,7 +213,7 @@ static json_t *entries_array(struct entries *es)
         if (entry_cmp(&es->v[i - 1], &es->v[i]) > 0)
             break;
     if (i < es->n)
-        qsort(es->v, es->n, sizeof *es->v, entry_cmp);
+        sort_array(es->v, es->n, sizeof *es->v, entry_cmp); /* not qsort: see proto/sort.h */
     for (i = 0; arr != NULL && i < es->n; i++) {
         json_t *p = es->v[i].pair;
         es->v[i].pair = NULL;
