@@ -14,7 +14,8 @@ See the package README (client/python/README.md) for the whole surface.
 """
 
 from ._core import DEFAULT_SOCKET, Result
-from .aio import AsyncClient, AsyncSession
+from ._types import Stats
+from .aio import AsyncClient, AsyncSession, LiveOutput
 from .errors import (Busy, Cancelled, DaemonUnavailable, Forbidden, InvalidRequest,
                      LimitExceeded, LuaError, ProtocolError, SandboxdError, SessionNotFound,
                      ToolAbort, ToolAborted)
@@ -26,7 +27,8 @@ from .values import Unencodable, to_jsonable
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "AsyncClient", "Session", "AsyncSession", "Result", "DEFAULT_SOCKET",
+    "Client", "AsyncClient", "Session", "AsyncSession", "Result", "Stats", "LiveOutput",
+    "DEFAULT_SOCKET",
     "tool", "Table", "ToolAbort", "render", "system_prompt", "catalog",
     "to_jsonable", "Unencodable",
     "SandboxdError", "LuaError", "LimitExceeded", "Cancelled", "ToolAborted", "Busy",

@@ -11,9 +11,15 @@ calls, aio.py with asyncio; each calls into this module between them.
 import json
 import os
 import re
+from typing import Any, Callable, Literal, Sequence, cast
 
 from . import errors, values
-from .tools import ToolSet
+from ._types import Bindings, Limits, Stats, Tools
+from .tools import Function, ToolSet
+
+# What a connection does with output text: show(callback, text).
+Show = Callable[[Callable[[str], object], str], None]
+OutputHook = Callable[[str], object]
 
 DEFAULT_SOCKET = "/run/sandboxd/sandboxd.sock"
 # Incoming lines are refused above this before `describe` has told the real
@@ -24,12 +30,13 @@ BOOT_LINE_LIMIT = 1 << 20
 DEADLINE_GRACE_S = 2.0
 TOOL_ERROR_CODE = 1
 
-_loads = json.loads
-_dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False,
-                          separators=(",", ":")).encode
+_loads: Callable[[str], Any] = json.loads
+_dumps: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False, allow_nan=False,
+                                                check_circular=False,
+                                                separators=(",", ":")).encode
 
 
-def socket_path(socket=None):
+def socket_path(socket: "str | os.PathLike[str] | None" = None) -> str:
     """The socket to use: the argument, else $SANDBOXD_SOCKET, else the default."""
     return os.fspath(socket) if socket else (os.environ.get("SANDBOXD_SOCKET") or DEFAULT_SOCKET)
 
@@ -43,12 +50,12 @@ class LineReader:
 
     CHUNK = 1 << 16
 
-    def __init__(self, limit):
+    def __init__(self, limit: int) -> None:
         self.buf = bytearray(self.CHUNK * 4)
         self.len = 0
         self.limit = limit
 
-    def space(self):
+    def space(self) -> memoryview:
         buf = self.buf
         if len(buf) - self.len < self.CHUNK:
             if self.len > self.limit:
@@ -59,7 +66,7 @@ class LineReader:
             self.buf = buf = buf[:self.len] + bytes(self.CHUNK * 4)   # after a huge line
         return memoryview(buf)[self.len:]
 
-    def feed(self, n):
+    def feed(self, n: int) -> list[bytes]:
         buf = self.buf
         old, end = self.len, self.len + n
         lines = []
@@ -87,8 +94,16 @@ class Result:
 
     __slots__ = ("value", "bindings", "binding_names", "output", "output_truncated", "stats")
 
-    def __init__(self, value=None, bindings=None, binding_names=(), output="",
-                 output_truncated=False, stats=None):
+    value: Any
+    bindings: list[Any] | None
+    binding_names: list[str]
+    output: str
+    output_truncated: bool
+    stats: Stats
+
+    def __init__(self, value: Any = None, bindings: list[Any] | None = None,
+                 binding_names: Sequence[str] = (), output: str = "",
+                 output_truncated: bool = False, stats: Stats | None = None) -> None:
         self.value = value
         self.bindings = bindings
         self.binding_names = list(binding_names)
@@ -97,17 +112,19 @@ class Result:
         self.stats = stats or {}
 
     @classmethod
-    def from_wire(cls, r):
+    def from_wire(cls, r: object) -> "Result":
         if not isinstance(r, dict):
             raise errors.ProtocolError("execute answered a non-object result: %r" % (r,))
         names = r.get("binding_names")
         if not isinstance(names, list):
             b = r.get("bindings")
             names = [p[0] for p in b if isinstance(p, list) and p] if isinstance(b, list) else []
+        st = r.get("stats")
         return cls(r.get("value"), r.get("bindings"), names, r.get("output") or "",
-                   bool(r.get("output_truncated")), r.get("stats"))
+                   bool(r.get("output_truncated")),
+                   cast(Stats, st) if isinstance(st, dict) else None)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Result(value=%r, binding_names=%r, output=%r)" % (
             self.value, self.binding_names, self.output)
 
@@ -115,30 +132,36 @@ class Result:
 class Info:
     """What a connection learnt from `describe`."""
 
-    def __init__(self, d):
+    def __init__(self, d: object) -> None:
         d = d if isinstance(d, dict) else {}
         self.describe = d
-        daemon = d.get("daemon") if isinstance(d.get("daemon"), dict) else {}
-        maxima = d.get("maximums") if isinstance(d.get("maximums"), dict) else {}
-        defaults = d.get("defaults") if isinstance(d.get("defaults"), dict) else {}
+        daemon = _obj(d.get("daemon"))
+        maxima = _obj(d.get("maximums"))
+        defaults = _obj(d.get("defaults"))
         self.max_message_bytes = _num(daemon.get("max_message_bytes"), 16 << 20)
         self.max_code_bytes = _num(daemon.get("max_code_bytes"), 65536)
-        self.default_timeout_ms = defaults.get("timeout_ms", 60000)
-        self.features = frozenset(f for f in d.get("features", ()) if isinstance(f, str))
+        self.default_timeout_ms: Any = defaults.get("timeout_ms", 60000)
+        feats = d.get("features")
+        self.features = frozenset(f for f in (feats if isinstance(feats, list) else ())
+                                  if isinstance(f, str))
         # An answer holds at most a value (max_message_bytes), the output and
         # the bindings (each up to its ceiling), and the envelope.
         self.line_limit = (self.max_message_bytes + _num(maxima.get("max_output_bytes"), 16 << 20)
                            * 2 + _num(maxima.get("max_bindings_bytes"), 16 << 20) * 2 + (1 << 20))
 
 
-def _num(v, dflt):
+def _obj(v: object) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _num(v: object, dflt: int) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else dflt
 
 
-def request_line(rid, method, params, info):
+def request_line(rid: int, method: str, params: Any, info: Info | None) -> bytes:
     """The request as a line (bytes).  A line the daemon would refuse for its
     length (and then could not route its answer) raises InvalidRequest here."""
-    msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
     if params is not None:
         msg["params"] = params
     try:
@@ -157,21 +180,24 @@ def request_line(rid, method, params, info):
     return line + b"\n"
 
 
-def notification_line(method, params):
+def notification_line(method: str, params: Any) -> bytes:
     return _dumps({"jsonrpc": "2.0", "method": method, "params": params}).encode("utf-8") + b"\n"
 
 
-def cancel_line(rid):
+def cancel_line(rid: int) -> bytes:
     return notification_line("$/cancelRequest", {"id": rid})
 
 
-def execute_params(code, toolset, bindings, timeout_ms, limits, stream, max_tool_calls,
-                   info, session=None):
+def execute_params(code: str, toolset: ToolSet | None, bindings: Bindings | None,
+                   timeout_ms: "int | Literal['infinity'] | None", limits: Limits | None,
+                   stream: OutputHook | None, max_tool_calls: "int | Literal['infinity'] | None",
+                   info: Info, session: str | None = None
+                   ) -> tuple[dict[str, Any], int | None]:
     """(params, client_budget): client_budget is the tool-call budget the
     client enforces itself when the daemon has no max_tool_calls limit."""
     if not isinstance(code, str):
         raise TypeError("code must be a str, got %s" % type(code).__name__)
-    p = {"code": code}
+    p: dict[str, Any] = {"code": code}
     if session is not None:
         p["session"] = session
     else:
@@ -181,7 +207,7 @@ def execute_params(code, toolset, bindings, timeout_ms, limits, stream, max_tool
             p["bindings"] = bindings
     if timeout_ms is not None:
         p["timeout_ms"] = timeout_ms
-    lim = dict(limits) if limits else {}
+    lim: dict[str, Any] = dict(limits) if limits else {}
     budget = None
     if max_tool_calls is not None:
         if "max_tool_calls" in info.features:
@@ -195,7 +221,7 @@ def execute_params(code, toolset, bindings, timeout_ms, limits, stream, max_tool
     return p, budget
 
 
-def deadline_s(timeout_ms, info, grace):
+def deadline_s(timeout_ms: object, info: Info, grace: float | None) -> float | None:
     """Seconds the client waits for an execute at most, or None (no deadline)."""
     t = info.default_timeout_ms if timeout_ms is None else timeout_ms
     if not isinstance(t, (int, float)) or isinstance(t, bool) or grace is None:
@@ -210,7 +236,8 @@ class Execution:
     __slots__ = ("rid", "toolset", "budget", "calls", "over_budget", "stream", "live",
                  "tasks", "abort_cause", "done")
 
-    def __init__(self, rid, toolset, budget, stream, live):
+    def __init__(self, rid: int | None, toolset: ToolSet | None, budget: int | None,
+                 stream: OutputHook | None, live: bool) -> None:
         self.rid = rid
         self.toolset = toolset or ToolSet.EMPTY
         self.budget = budget
@@ -218,11 +245,11 @@ class Execution:
         self.over_budget = False
         self.stream = stream
         self.live = live                # the daemon streams output itself
-        self.tasks = set()
-        self.abort_cause = None
+        self.tasks: set[Any] = set()    # asyncio tasks of the async client
+        self.abort_cause: errors.ToolAbort | None = None
         self.done = False
 
-    def resolve(self, params):
+    def resolve(self, params: Any) -> tuple[Function | None, Any]:
         """(Function, args) for a tool/call, or (None, error object) for one the
         client answers at once."""
         self.calls += 1
@@ -237,7 +264,7 @@ class Execution:
                           "client" % (t, fn)}
         return f, args if isinstance(args, list) else []
 
-    def finish(self, wire, show):
+    def finish(self, wire: object, show: Show) -> Result:
         """The Result of the execute answer `wire`; output the daemon did not
         stream is handed to the output callback now, through show(fn, text)."""
         r = Result.from_wire(wire)
@@ -245,7 +272,7 @@ class Execution:
             show(self.stream, r.output)
         return r
 
-    def failed(self, exc, show):
+    def failed(self, exc: errors.SandboxdError, show: Show) -> errors.SandboxdError:
         """The exception to raise for an execute that ended in exc (see
         execute_error), its output handed to the callback as in finish."""
         exc = execute_error(exc, self)
@@ -254,8 +281,11 @@ class Execution:
         return exc
 
 
-def start_execute(info, code, toolset, bindings, timeout_ms, limits, stream, max_tool_calls,
-                  session, grace):
+def start_execute(info: Info, code: str, toolset: ToolSet | None, bindings: Bindings | None,
+                  timeout_ms: "int | Literal['infinity'] | None", limits: Limits | None,
+                  stream: OutputHook | None,
+                  max_tool_calls: "int | Literal['infinity'] | None", session: str | None,
+                  grace: float | None) -> tuple[dict[str, Any], Execution, float | None]:
     """(params, Execution, deadline in seconds or None) for one execute on a
     connection that knows `info`."""
     params, budget = execute_params(code, toolset, bindings, timeout_ms, limits, stream,
@@ -264,7 +294,8 @@ def start_execute(info, code, toolset, bindings, timeout_ms, limits, stream, max
     return params, ex, deadline_s(timeout_ms, info, grace)
 
 
-def tool_line(tid, fn, args, info, ex):
+def tool_line(tid: object, fn: Callable[..., Any], args: Sequence[Any], info: Info | None,
+              ex: Execution | None) -> bytes:
     """The answer line for a tool function run now: fn(*args)'s value, or
     the error for the Exception it raised.  A BaseException (SystemExit,
     KeyboardInterrupt) propagates: the caller ends the execution with
@@ -275,7 +306,8 @@ def tool_line(tid, fn, args, info, ex):
         return answer_line(tid, exc=e, info=info, ex=ex)
 
 
-def fatal_line(tid, exc, info, ex):
+def fatal_line(tid: object, exc: BaseException, info: Info | None,
+               ex: Execution | None) -> bytes:
     """The answer that aborts the execution whose tool raised BaseException exc."""
     return answer_line(tid, exc=errors.ToolAbort("%s in the tool" % type(exc).__name__),
                        info=info, ex=ex)
@@ -295,21 +327,28 @@ class ConnCore:
                                 callback must not stop the reader
     """
 
-    def __init__(self, client):
+    # what a subclass provides (see above)
+    fail: Callable[[errors.SandboxdError], None]
+    write: Callable[[bytes], None]
+    answered: Callable[[Any, dict[str, Any]], None]
+    run_tool: Callable[[Execution, Any, Function, list[Any]], None]
+    show: Show
+
+    def __init__(self, client: Any) -> None:
         self.client = client
         self.input = LineReader(BOOT_LINE_LIMIT)
-        self.pending = {}               # request id -> what its answer resolves
-        self.executions = {}            # request id of an execute -> its Execution
-        self.info = None
-        self.lost = None
+        self.pending: dict[Any, Any] = {}   # request id -> what its answer resolves
+        self.executions: dict[Any, Execution] = {}  # request id of an execute -> its Execution
+        self.info = Info(None)              # the defaults, until described()
+        self.lost: errors.SandboxdError | None = None
 
-    def described(self, d):
+    def described(self, d: object) -> None:
         """Take the answer to `describe`: the limits of the daemon on this
         connection (incoming lines may now be as long as an answer can be)."""
         self.info = Info(d)
         self.input.limit = self.info.line_limit
 
-    def message(self, line):
+    def message(self, line: bytes) -> None:
         try:
             msg = _loads(line.decode("utf-8"))
         except ValueError:                          # UnicodeDecodeError too
@@ -337,21 +376,21 @@ class ConnCore:
             if e.kind in ("forbidden", "busy"):         # said on connect, then closed
                 self.fail(e)
 
-    def execution(self, params):
+    def execution(self, params: object) -> Execution | None:
         """The execution in flight that a notification's params name, or None."""
         if type(params) is not dict:
             return None
         eid = params.get("execution_id")
         return self.executions.get(eid) if type(eid) in (int, str) else None
 
-    def output(self, params):
+    def output(self, params: Any) -> None:
         ex = self.execution(params)
         if ex is not None and ex.stream is not None and not ex.done:
             text = params.get("text")
             if isinstance(text, str):
                 self.show(ex.stream, text)
 
-    def tool_call(self, msg):
+    def tool_call(self, msg: dict[str, Any]) -> None:
         tid = msg["id"]
         params = msg.get("params")
         ex = self.execution(params)
@@ -366,12 +405,12 @@ class ConnCore:
         self.run_tool(ex, tid, f, args)
 
 
-def error_object(exc, ex=None):
+def error_object(exc: BaseException, ex: Execution | None = None) -> dict[str, Any]:
     """The tool error answer for an exception a tool raised."""
     if isinstance(exc, errors.ToolAbort):
         if ex is not None:
             ex.abort_cause = exc
-        d = {"abort": True}
+        d: dict[str, Any] = {"abort": True}
         if exc.data is not None:
             try:
                 d["detail"] = values.to_jsonable(exc.data)
@@ -389,7 +428,7 @@ def error_object(exc, ex=None):
 _PLAIN_ID = re.compile(r"[A-Za-z0-9_.:-]{1,200}\Z")
 
 
-def _answer(tid, body):
+def _answer(tid: object, body: bytes) -> bytes:
     if type(tid) is str and _PLAIN_ID.match(tid):   # the daemon's ids: nothing to escape
         head = b'{"jsonrpc":"2.0","id":"' + tid.encode("ascii") + b'"'
     else:
@@ -397,7 +436,9 @@ def _answer(tid, body):
     return head + body + b"}\n"
 
 
-def answer_line(tid, value=None, exc=None, info=None, ex=None):
+def answer_line(tid: object, value: Any = None,
+                exc: BaseException | dict[str, Any] | None = None, info: Info | None = None,
+                ex: Execution | None = None) -> bytes:
     """The answer to tool call `tid`: the encoded value, or the error for exc.
     A value that cannot be encoded, or whose line exceeds the daemon's
     max_message_bytes, becomes a tool error (a catchable Lua error instead of a
@@ -420,10 +461,10 @@ def answer_line(tid, value=None, exc=None, info=None, ex=None):
     return line
 
 
-def execute_error(exc, ex):
+def execute_error(exc: errors.SandboxdError, ex: Execution | None) -> errors.SandboxdError:
     """Adjust the exception ending an execute: a client-enforced tool budget
     reads as tool_call_limit, and a ToolAbort raised here is the cause."""
-    if ex is not None and ex.over_budget and exc.kind == "tool_aborted":
+    if ex is not None and ex.over_budget and ex.budget is not None and exc.kind == "tool_aborted":
         exc = errors.LimitExceeded("the execution made more than %d tool calls "
                                    "(max_tool_calls)" % ex.budget, kind="tool_call_limit",
                                    code=-32014, data=dict(exc.data, kind="tool_call_limit",
@@ -433,13 +474,13 @@ def execute_error(exc, ex):
     return exc
 
 
-def deadline_error(secs, grace):
+def deadline_error(secs: float, grace: float | None) -> errors.SandboxdError:
     return errors.make_error(
         "timeout", "no answer within %.1f s (the client's deadline: timeout_ms plus %.1f s, "
-        "time in the daemon's queue included)" % (secs, grace))
+        "time in the daemon's queue included)" % (secs, grace or 0.0))
 
 
-def conn_lost_error(reason):
+def conn_lost_error(reason: object) -> errors.DaemonUnavailable:
     return errors.DaemonUnavailable("the connection to sandboxd was lost: %s" % reason)
 
 
@@ -447,42 +488,37 @@ class ClientCore:
     """The settings and the request parameters both clients share; the
     connection itself (self._conn) is opened by each client its own way."""
 
-    session_class = None                # the client's Session type
-
-    def __init__(self, socket, connect_timeout, tool_threads, deadline_grace):
+    def __init__(self, socket: "str | os.PathLike[str] | None", connect_timeout: float,
+                 tool_threads: int, deadline_grace: float | None) -> None:
         self.deadline_grace = deadline_grace
         self.socket_path = socket_path(socket)
         self.connect_timeout = connect_timeout
         self.tool_threads = tool_threads
-        self._conn = None
-        self._threads = None
-        self._prompt_info = {}
+        self._conn: Any = None
+        self._threads: Any = None
+        self._prompt_info: dict[bool, Any] = {}
 
-    def _drop_connection(self):
+    def _drop_connection(self) -> None:
         c, self._conn = self._conn, None
         if c is not None:
             c.fail(errors.DaemonUnavailable("the client was closed"))
 
-    def _connect_error(self, exc):
+    def _connect_error(self, exc: BaseException) -> errors.DaemonUnavailable:
         return errors.DaemonUnavailable("cannot connect to sandboxd at %s: %s"
                                         % (self.socket_path, exc))
 
     @staticmethod
-    def _check_params(code, tools):
-        params = {"code": code}
+    def _check_params(code: str, tools: Tools | None) -> dict[str, Any]:
+        params: dict[str, Any] = {"code": code}
         ts = ToolSet(tools)
         if ts:
             params["tools"] = ts.wire
         return params
 
     @staticmethod
-    def _prompt_params(session):
+    def _prompt_params(session: bool) -> dict[str, Any] | None:
         return {"session": True} if session else None
 
-    def session(self, *, tools=None, bindings=None, timeout_ms=None, limits=None, daemon=None):
-        """A session (see SessionCore for the rules), opened on its first use
-        or on entering it as a context manager."""
-        return self.session_class(self, tools, bindings, timeout_ms, limits, daemon)
 
 
 class SessionCore:
@@ -501,25 +537,27 @@ class SessionCore:
     .restarts counts how often that happened.
     """
 
-    def __init__(self, client, tools, bindings, timeout_ms, limits, daemon):
+    def __init__(self, client: Any, tools: Tools | None, bindings: Bindings | None,
+                 timeout_ms: "int | Literal['infinity'] | None", limits: Limits | None,
+                 daemon: bool | None) -> None:
         self.client = client
         self.toolset = ToolSet(tools)
-        self.initial_bindings = list(bindings or [])
-        self.bindings = list(self.initial_bindings)
+        self.initial_bindings: list[Any] = list(bindings or [])
+        self.bindings: list[Any] = list(self.initial_bindings)
         self.timeout_ms = timeout_ms
-        self.limits = dict(limits or {})
+        self.limits: dict[str, Any] = dict(limits or {})
         self.want_daemon = daemon
-        self.id = None
+        self.id: str | None = None
         self.restarts = -1
         self.closed = False
-        self.stateful = None            # decided on open
-        self._conn = None
+        self.stateful: bool | None = None       # decided on open
+        self._conn: Any = None
 
-    def _check_open(self):
+    def _check_open(self) -> None:
         if self.closed:
             raise errors.make_error("session_not_found", "this session was closed")
 
-    def _open_params(self, conn):
+    def _open_params(self, conn: ConnCore) -> dict[str, Any] | None:
         """The params of the session/open to send on conn, or None when no
         session needs opening there (stateless, or already open on conn)."""
         if self.stateful is None:
@@ -530,7 +568,7 @@ class SessionCore:
             self.stateful = has if self.want_daemon is None else bool(self.want_daemon)
         if not self.stateful or (self.id is not None and self._conn is conn):
             return None
-        p = {}
+        p: dict[str, Any] = {}
         if self.toolset:
             p["tools"] = self.toolset.wire
         if self.initial_bindings:
@@ -541,13 +579,15 @@ class SessionCore:
             p["limits"] = self.limits
         return p
 
-    def _opened(self, conn, r):
+    def _opened(self, conn: ConnCore, r: object) -> None:
         if not isinstance(r, dict) or not isinstance(r.get("session"), str):
             raise errors.ProtocolError("session/open answered %r" % (r,))
         self.id, self._conn = r["session"], conn
         self.restarts += 1
 
-    def _execute_args(self, conn, code, timeout_ms, limits, stream_output, max_tool_calls):
+    def _execute_args(self, conn: Any, code: str, timeout_ms: "int | Literal['infinity'] | None",
+                      limits: Limits | None, stream_output: OutputHook | None,
+                      max_tool_calls: "int | Literal['infinity'] | None") -> tuple[Any, ...]:
         """The arguments of the client's _execute for one execute in this session."""
         if timeout_ms is None:
             timeout_ms = self.timeout_ms
@@ -557,21 +597,21 @@ class SessionCore:
         return (conn, code, self.toolset, None, timeout_ms, limits, stream_output,
                 max_tool_calls, self.id)
 
-    def _executed(self, r):
+    def _executed(self, r: Result) -> Result:
         if not self.stateful:
             self.bindings = r.bindings if r.bindings is not None else []
         return r
 
-    def _failed(self, e):
+    def _failed(self, e: errors.SandboxdError) -> None:
         """An execute raised e: a daemon session it ended is opened anew next time."""
         if self.stateful and (e.session_closed or e.kind == "session_not_found"
                               or isinstance(e, errors.DaemonUnavailable)):
             self.id = None
 
-    def _local_snapshot(self):
+    def _local_snapshot(self) -> dict[str, Any]:
         return {"bindings": self.bindings, "binding_names": [p[0] for p in self.bindings]}
 
-    def _closing(self):
+    def _closing(self) -> tuple[str | None, Any]:
         """(session id, connection) to send session/close on, or (None, None);
         the session counts as closed from here on."""
         if self.closed:

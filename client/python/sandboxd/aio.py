@@ -21,38 +21,45 @@ over the daemon's max_message_bytes are never sent (see _core).
 
 import asyncio
 import contextvars
+import os
 import queue
 import threading
+from typing import Any, Awaitable, Callable, Generator, Literal, cast
 
 from . import _core, errors
-from .tools import ToolSet
+from ._core import OutputHook, Result
+from ._types import Bindings, Limits, Tools
+from .tools import Function, ToolSet
 
-__all__ = ["AsyncClient", "AsyncSession"]
+Count = int | Literal["infinity"]
+
+__all__ = ["AsyncClient", "AsyncSession", "LiveOutput"]
 
 
 class _Conn(_core.ConnCore, asyncio.BufferedProtocol):
     """One connection: owns the transport, the pending futures by request id
     and the executions in flight by id."""
 
-    def __init__(self, client, loop):
+    def __init__(self, client: "AsyncClient", loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(client)
         self.loop = loop
-        self.transport = None
+        self.transport: asyncio.Transport | None = None
         self.next_id = 0
         self.paused = False
-        self.drain_waiters = []
+        self.drain_waiters: list[asyncio.Future[None]] = []
 
     # ---------------------------------------------------------- transport events
-    def connection_made(self, transport):
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
         self.transport = transport
 
-    def connection_lost(self, exc):
+    def connection_lost(self, exc: Exception | None) -> None:
         self.fail(_core.conn_lost_error(exc or "the daemon closed it"))
 
-    def pause_writing(self):
+    def pause_writing(self) -> None:
         self.paused = True
 
-    def resume_writing(self):
+    def resume_writing(self) -> None:
         self.paused = False
         for w in self.drain_waiters:
             if not w.done():
@@ -62,20 +69,20 @@ class _Conn(_core.ConnCore, asyncio.BufferedProtocol):
                     pass
         self.drain_waiters.clear()
 
-    async def drain(self):
+    async def drain(self) -> None:
         if self.paused and self.lost is None:
             w = self.loop.create_future()
             self.drain_waiters.append(w)
             await w
 
-    def get_buffer(self, sizehint):
+    def get_buffer(self, sizehint: int) -> memoryview:
         try:
             return self.input.space()
         except errors.ProtocolError as e:
             self.fail(e)
             return memoryview(bytearray(_core.LineReader.CHUNK))   # read into nothing
 
-    def buffer_updated(self, nbytes):
+    def buffer_updated(self, nbytes: int) -> None:
         try:
             lines = self.input.feed(nbytes)
         except errors.ProtocolError as e:
@@ -86,7 +93,7 @@ class _Conn(_core.ConnCore, asyncio.BufferedProtocol):
                 return
             self.message(line)
 
-    def fail(self, err):
+    def fail(self, err: errors.SandboxdError) -> None:
         """The connection is gone: every waiting call raises err, every tool
         task is cancelled."""
         if self.lost is not None:
@@ -113,12 +120,12 @@ class _Conn(_core.ConnCore, asyncio.BufferedProtocol):
             except RuntimeError:
                 pass        # its loop is closed: the transport closes its socket when collected
 
-    def write(self, line):
-        if self.lost is None:
+    def write(self, line: bytes) -> None:
+        if self.lost is None and self.transport is not None:
             self.transport.write(line)
 
     # ---------------------------------------------------------- incoming messages
-    def answered(self, rid, msg):
+    def answered(self, rid: Any, msg: dict[str, Any]) -> None:
         fut = self.pending.pop(rid, None)
         if fut is None or fut.done():
             return
@@ -127,10 +134,10 @@ class _Conn(_core.ConnCore, asyncio.BufferedProtocol):
         else:
             fut.set_result(msg.get("result"))
 
-    def show(self, fn, text):
+    def show(self, fn: OutputHook, text: str) -> None:
         _call_hook(fn, text, self.loop)
 
-    def run_tool(self, ex, tid, f, args):
+    def run_tool(self, ex: _core.Execution, tid: Any, f: Function, args: list[Any]) -> None:
         if f.inline:                                # quick by its author's word: no task
             self.write(_core.tool_line(tid, f.fn, args, self.info, ex))
         elif f.is_async:
@@ -138,12 +145,13 @@ class _Conn(_core.ConnCore, asyncio.BufferedProtocol):
         else:
             self.client._pool().submit(self._thread_job(ex, tid, f, args))
 
-    def _thread_job(self, ex, tid, f, args):
+    def _thread_job(self, ex: _core.Execution, tid: Any, f: Function,
+                    args: list[Any]) -> Callable[[], None]:
         """The job for a plain-function tool: run in a tool thread, answered from
         the loop (dropped when the execution has ended meanwhile)."""
         ctx, loop, info = contextvars.copy_context(), self.loop, self.info
 
-        def job():
+        def job() -> None:
             fatal = None
             try:
                 line = _core.tool_line(tid, ctx.run, (f.fn, *args), info, ex)
@@ -156,13 +164,14 @@ class _Conn(_core.ConnCore, asyncio.BufferedProtocol):
                 pass                                # the loop is closed
         return job
 
-    def _thread_done(self, ex, line, fatal):
+    def _thread_done(self, ex: _core.Execution, line: bytes, fatal: BaseException | None) -> None:
         if not ex.done:
             self.write(line)
         if fatal is not None:
             raise fatal
 
-    async def tool_task(self, ex, tid, f, args):
+    async def tool_task(self, ex: _core.Execution, tid: Any, f: Function,
+                        args: list[Any]) -> None:
         try:
             line = _core.answer_line(tid, await f.fn(*args), None, self.info, ex)
         except asyncio.CancelledError:
@@ -181,20 +190,21 @@ class _Conn(_core.ConnCore, asyncio.BufferedProtocol):
                 await self.drain()
 
     # ---------------------------------------------------------- requests
-    async def call(self, method, params, ex=None, deadline=None):
+    async def call(self, method: str, params: Any, ex: _core.Execution | None = None,
+                   deadline: float | None = None) -> Any:
         if self.lost is not None:
             raise errors.copy_error(self.lost)
         self.next_id += 1
         rid = self.next_id
         line = _core.request_line(rid, method, params, self.info)
-        fut = self.loop.create_future()
+        fut: asyncio.Future[Any] = self.loop.create_future()
         self.pending[rid] = fut
         if ex is not None:
             ex.rid = rid
             self.executions[rid] = ex
         handle = None
         try:
-            self.transport.write(line)
+            self.write(line)
             if deadline is not None:
                 handle = self.loop.call_later(deadline, self._deadline, rid, fut, deadline)
             if self.paused:
@@ -214,7 +224,7 @@ class _Conn(_core.ConnCore, asyncio.BufferedProtocol):
                 for t in list(ex.tasks):
                     t.cancel()
 
-    def _deadline(self, rid, fut, secs):
+    def _deadline(self, rid: int, fut: "asyncio.Future[Any]", secs: float) -> None:
         if fut.done():
             return
         fut.set_exception(_core.deadline_error(secs, self.client.deadline_grace))
@@ -227,15 +237,15 @@ class _ToolThreads:
     line (call_soon_threadsafe), with no future or task in between.  Threads
     start when no idle one is left and end at shutdown()."""
 
-    def __init__(self, n):
+    def __init__(self, n: int) -> None:
         self.n = max(1, n)
-        self.jobs = queue.SimpleQueue()
+        self.jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self.lock = threading.Lock()
         self.threads = 0
         self.idle = 0                   # threads waiting for a job
         self.queued = 0                 # jobs not taken yet
 
-    def submit(self, job):
+    def submit(self, job: Callable[[], None]) -> None:
         with self.lock:
             self.queued += 1
             start = self.queued > self.idle and self.threads < self.n
@@ -246,7 +256,7 @@ class _ToolThreads:
                              daemon=True).start()
         self.jobs.put(job)
 
-    def _work(self):
+    def _work(self) -> None:
         while True:
             with self.lock:
                 self.idle += 1
@@ -258,14 +268,14 @@ class _ToolThreads:
                 return
             job()
 
-    def shutdown(self):
+    def shutdown(self) -> None:
         with self.lock:
             self.queued += self.threads
         for _ in range(self.threads):
             self.jobs.put(None)
 
 
-def _call_hook(fn, text, loop):
+def _call_hook(fn: OutputHook, text: str, loop: asyncio.AbstractEventLoop) -> None:
     try:
         r = fn(text)
         if asyncio.iscoroutine(r):
@@ -288,32 +298,36 @@ class AsyncClient(_core.ClientCore):
     answer came within timeout_ms plus this many seconds (None: no deadline).
     """
 
-    def __init__(self, socket=None, *, connect_timeout=5.0, tool_threads=32,
-                 deadline_grace=_core.DEADLINE_GRACE_S):
-        super().__init__(socket, connect_timeout, tool_threads, deadline_grace)
-        self._lock = None
-        self._lock_loop = None
+    _conn: _Conn | None
+    _threads: _ToolThreads | None
 
-    async def __aenter__(self):
+    def __init__(self, socket: "str | os.PathLike[str] | None" = None, *,
+                 connect_timeout: float = 5.0, tool_threads: int = 32,
+                 deadline_grace: float | None = _core.DEADLINE_GRACE_S) -> None:
+        super().__init__(socket, connect_timeout, tool_threads, deadline_grace)
+        self._lock: asyncio.Lock | None = None
+        self._lock_loop: asyncio.AbstractEventLoop | None = None
+
+    async def __aenter__(self) -> "AsyncClient":
         await self._connection()
         return self
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def close(self):
+    async def close(self) -> None:
         """Close the connection (its executions are cancelled by the daemon)."""
         self._drop_connection()
         if self._threads is not None:
             self._threads.shutdown()
             self._threads = None
 
-    def _pool(self):
+    def _pool(self) -> _ToolThreads:
         if self._threads is None:
             self._threads = _ToolThreads(self.tool_threads)
         return self._threads
 
-    async def _connection(self):
+    async def _connection(self) -> _Conn:
         c = self._conn
         loop = asyncio.get_running_loop()
         if c is not None and c.lost is None and c.loop is loop:
@@ -329,7 +343,7 @@ class AsyncClient(_core.ClientCore):
                 c = self._conn = await self._open()
             return c
 
-    async def _open(self):
+    async def _open(self) -> _Conn:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.connect_timeout):
@@ -344,13 +358,15 @@ class AsyncClient(_core.ClientCore):
             raise
         return conn
 
-    async def _call(self, method, params=None):
+    async def _call(self, method: str, params: Any = None) -> Any:
         conn = await self._connection()
         return await conn.call(method, params)
 
     # ---------------------------------------------------------- methods
-    async def execute(self, code, *, tools=None, bindings=None, timeout_ms=None, limits=None,
-                      stream_output=None, max_tool_calls=None):
+    async def execute(self, code: str, *, tools: Tools | None = None,
+                      bindings: Bindings | None = None, timeout_ms: Count | None = None,
+                      limits: Limits | None = None, stream_output: OutputHook | None = None,
+                      max_tool_calls: Count | None = None) -> Result:
         """Run a chunk; return a Result or raise a SandboxdError subclass.
 
         tools: {table name: functions} (see sandboxd.tools); bindings: those of
@@ -361,8 +377,25 @@ class AsyncClient(_core.ClientCore):
         return await self._execute(conn, code, ToolSet(tools), bindings, timeout_ms, limits,
                                    stream_output, max_tool_calls, None)
 
-    async def _execute(self, conn, code, toolset, bindings, timeout_ms, limits, stream,
-                       max_tool_calls, session):
+    def stream(self, code: str, *, tools: Tools | None = None, bindings: Bindings | None = None,
+               timeout_ms: Count | None = None, limits: Limits | None = None,
+               max_tool_calls: Count | None = None) -> "LiveOutput":
+        """execute(), its live output as an async iterator (see LiveOutput):
+
+            async with client.stream(code, tools=tools) as run:
+                async for text in run:
+                    print(text, end="")
+            run.result.value
+        """
+        def run(hook: OutputHook) -> Awaitable[Result]:
+            return self.execute(code, tools=tools, bindings=bindings, timeout_ms=timeout_ms,
+                                limits=limits, stream_output=hook, max_tool_calls=max_tool_calls)
+        return LiveOutput(run)
+
+    async def _execute(self, conn: _Conn, code: str, toolset: ToolSet | None,
+                       bindings: Bindings | None, timeout_ms: Count | None,
+                       limits: Limits | None, stream: OutputHook | None,
+                       max_tool_calls: Count | None, session: str | None) -> Result:
         params, ex, deadline = _core.start_execute(conn.info, code, toolset, bindings,
                                                    timeout_ms, limits, stream, max_tool_calls,
                                                    session, self.deadline_grace)
@@ -371,31 +404,39 @@ class AsyncClient(_core.ClientCore):
         except errors.SandboxdError as e:
             raise ex.failed(e, conn.show)
 
-    async def check(self, code, *, tools=None):
+    async def check(self, code: str, *, tools: Tools | None = None) -> None:
         """Compile code in a worker: None when it compiles, else LuaError."""
         await self._call("check", self._check_params(code, tools))
 
-    async def binding_names(self, bindings):
-        return await self._call("binding_names", {"bindings": bindings})
+    async def binding_names(self, bindings: Bindings) -> list[str]:
+        """The names the daemon gives the globals in `bindings`."""
+        return cast("list[str]", await self._call("binding_names", {"bindings": bindings}))
 
-    async def prompt_info(self, *, session=False):
+    async def prompt_info(self, *, session: bool = False) -> dict[str, Any]:
         """The daemon's prompt texts (cached per client)."""
         key = bool(session)
         if key not in self._prompt_info:
             self._prompt_info[key] = await self._call("prompt_info", self._prompt_params(key))
-        return self._prompt_info[key]
+        return cast("dict[str, Any]", self._prompt_info[key])
 
-    async def describe(self):
-        return await self._call("describe")
+    async def describe(self) -> dict[str, Any]:
+        return cast("dict[str, Any]", await self._call("describe"))
 
-    async def ping(self):
+    async def ping(self) -> Any:
         return await self._call("ping")
 
-    async def features(self):
+    async def features(self) -> frozenset[str]:
         """The 1.1 capabilities the daemon names in describe (a frozenset)."""
         return (await self._connection()).info.features
 
-    async def system_prompt(self, tools=None, *, session=False):
+    def session(self, *, tools: Tools | None = None, bindings: Bindings | None = None,
+                timeout_ms: Count | None = None, limits: Limits | None = None,
+                daemon: bool | None = None) -> "AsyncSession":
+        """A session (see SessionCore for the rules), opened on its first use
+        or on entering it as a context manager."""
+        return AsyncSession(self, tools, bindings, timeout_ms, limits, daemon)
+
+    async def system_prompt(self, tools: Tools | None = None, *, session: bool = False) -> str:
         from .render import system_prompt
         return system_prompt(tools, await self.prompt_info(session=session))
 
@@ -403,14 +444,16 @@ class AsyncClient(_core.ClientCore):
 class AsyncSession(_core.SessionCore):
     """A conversation's sandbox state (the rules: SessionCore)."""
 
-    async def __aenter__(self):
+    client: AsyncClient
+
+    async def __aenter__(self) -> "AsyncSession":
         await self.open()
         return self
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def open(self):
+    async def open(self) -> _Conn:
         self._check_open()
         conn = await self.client._connection()
         p = self._open_params(conn)
@@ -418,8 +461,9 @@ class AsyncSession(_core.SessionCore):
             self._opened(conn, await conn.call("session/open", p))
         return conn
 
-    async def execute(self, code, *, timeout_ms=None, limits=None, stream_output=None,
-                      max_tool_calls=None):
+    async def execute(self, code: str, *, timeout_ms: Count | None = None,
+                      limits: Limits | None = None, stream_output: OutputHook | None = None,
+                      max_tool_calls: Count | None = None) -> Result:
         args = self._execute_args(await self.open(), code, timeout_ms, limits, stream_output,
                                   max_tool_calls)
         try:
@@ -428,15 +472,24 @@ class AsyncSession(_core.SessionCore):
             self._failed(e)
             raise
 
-    async def snapshot(self):
+    def stream(self, code: str, *, timeout_ms: Count | None = None, limits: Limits | None = None,
+               max_tool_calls: Count | None = None) -> "LiveOutput":
+        """execute() in this session, its live output as an async iterator
+        (see LiveOutput)."""
+        def run(hook: OutputHook) -> Awaitable[Result]:
+            return self.execute(code, timeout_ms=timeout_ms, limits=limits, stream_output=hook,
+                                max_tool_calls=max_tool_calls)
+        return LiveOutput(run)
+
+    async def snapshot(self) -> dict[str, Any]:
         """{"bindings": ..., "binding_names": [...]}: the session's globals as
         bindings (for a checkpoint, a new session or a stateless execute)."""
         conn = await self.open()
         if not self.stateful:
             return self._local_snapshot()
-        return await conn.call("session/snapshot", {"session": self.id})
+        return cast("dict[str, Any]", await conn.call("session/snapshot", {"session": self.id}))
 
-    async def close(self):
+    async def close(self) -> None:
         """End the session (the daemon's worker is gone when this returns)."""
         sid, conn = self._closing()
         if sid is not None:
@@ -446,4 +499,82 @@ class AsyncSession(_core.SessionCore):
                 pass
 
 
-AsyncClient.session_class = AsyncSession
+
+class LiveOutput:
+    """One execute's live output (the daemon's execution/output) as an async
+    iterator of text chunks, in order; with a daemon that cannot stream, the
+    whole output comes as one chunk at the end.  The execution starts on the
+    first `async for`, `await` or `async with`.
+
+    The iteration ends when the execution does: then .result is the Result,
+    or the execution's error (a SandboxdError) is raised from the `async
+    for`.  `await run` waits for the end and returns the Result
+    (output not yet taken stays in the iterator).  Leaving `async with`
+    before the end cancels the execution, as aclose() does; a loop left
+    with `break` outside one lets it run on.
+    """
+
+    def __init__(self, run: Callable[[OutputHook], Awaitable[Result]]) -> None:
+        self._run = run
+        self._texts: asyncio.Queue[str | None] | None = None
+        self._task: asyncio.Task[Result] | None = None
+        self._result: Result | None = None
+
+    @property
+    def result(self) -> Result:
+        """The Result, once the execution has ended well (RuntimeError before)."""
+        if self._result is None:
+            raise RuntimeError("the execution has not ended, or it failed")
+        return self._result
+
+    def _start(self) -> "tuple[asyncio.Task[Result], asyncio.Queue[str | None]]":
+        if self._task is None or self._texts is None:
+            texts: asyncio.Queue[str | None] = asyncio.Queue()
+            self._texts = texts
+            self._task = asyncio.get_running_loop().create_task(
+                _awaited(self._run(texts.put_nowait)))
+            self._task.add_done_callback(lambda _: texts.put_nowait(None))
+        return self._task, self._texts
+
+    def __aiter__(self) -> "LiveOutput":
+        return self
+
+    async def __anext__(self) -> str:
+        task, texts = self._start()
+        text = await texts.get()
+        if text is None:
+            texts.put_nowait(None)                  # the end, for every later call too
+            self._result = await task               # raises the execution's error
+            raise StopAsyncIteration
+        return text
+
+    def __await__(self) -> Generator[Any, None, Result]:
+        return self._wait().__await__()
+
+    async def _wait(self) -> Result:
+        task, _ = self._start()
+        self._result = await task
+        return self._result
+
+    async def __aenter__(self) -> "LiveOutput":
+        self._start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Cancel the execution if it is still running ($/cancelRequest) and
+        wait until it has ended."""
+        task = self._task
+        if task is None:
+            return
+        if not task.done():
+            task.cancel()
+            await asyncio.wait([task])              # a cancel of the caller still propagates
+        if not task.cancelled():
+            task.exception()                        # taken: asyncio does not log it
+
+
+async def _awaited(a: Awaitable[Result]) -> Result:
+    return await a

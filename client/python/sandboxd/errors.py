@@ -10,6 +10,10 @@ connection was lost, a client-side deadline, a request too large to send)
 use the same classes and kinds, with `data.client` set to true.
 """
 
+from typing import Any, cast
+
+from ._types import Stats
+
 __all__ = [
     "SandboxdError", "LuaError", "LimitExceeded", "Cancelled", "ToolAborted", "Busy",
     "Forbidden", "SessionNotFound", "InvalidRequest", "DaemonUnavailable", "ProtocolError",
@@ -26,45 +30,48 @@ class SandboxdError(Exception):
     data     the whole data object of the error (a dict, never None)
     """
 
-    def __init__(self, message, *, kind="internal_error", code=-32603, data=None):
+    def __init__(self, message: str, *, kind: str = "internal_error", code: int = -32603,
+                 data: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.kind = kind
         self.code = code
-        self.data = dict(data) if isinstance(data, dict) else {}
+        self.data: dict[str, Any] = dict(data) if isinstance(data, dict) else {}
         self.data.setdefault("kind", kind)
 
     @property
-    def output(self):
+    def output(self) -> str:
         """What the chunk printed before the end ("" when none or not known)."""
         out = self.data.get("output")
         return out if isinstance(out, str) else ""
 
     @property
-    def output_truncated(self):
+    def output_truncated(self) -> bool:
         return bool(self.data.get("output_truncated", False))
 
     @property
-    def stats(self):
+    def stats(self) -> Stats | None:
         """The execution's stats (wall_us, cpu_us, tool_calls, ...) or None when it
         never reached a worker."""
         st = self.data.get("stats")
-        return st if isinstance(st, dict) else None
+        return cast(Stats, st) if isinstance(st, dict) else None
 
     @property
-    def line(self):
-        return self.data.get("line")
+    def line(self) -> int | None:
+        v = self.data.get("line")
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
 
     @property
-    def traceback(self):
-        return self.data.get("traceback")
+    def traceback(self) -> str | None:
+        v = self.data.get("traceback")
+        return v if isinstance(v, str) else None
 
     @property
-    def session_closed(self):
+    def session_closed(self) -> bool:
         """True when this error ended the daemon session the chunk ran in."""
         return bool(self.data.get("session_closed", False))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "%s(kind=%r, code=%r, message=%r)" % (type(self).__name__, self.kind, self.code,
                                                      self.message)
 
@@ -91,8 +98,9 @@ class ToolAborted(SandboxdError):
     in this client."""
 
     @property
-    def tool_error(self):
-        return self.data.get("tool_error")
+    def tool_error(self) -> dict[str, Any] | None:
+        v = self.data.get("tool_error")
+        return v if isinstance(v, dict) else None
 
 
 class Busy(SandboxdError):
@@ -117,8 +125,8 @@ class DaemonUnavailable(SandboxdError):
     """The daemon cannot be reached, or the connection was lost while waiting
     for an answer.  The next call connects again."""
 
-    def __init__(self, message, *, data=None):
-        d = {"client": True}
+    def __init__(self, message: str, *, data: dict[str, Any] | None = None) -> None:
+        d: dict[str, Any] = {"client": True}
         d.update(data or {})
         super().__init__(message, kind="unavailable", code=-32099, data=d)
 
@@ -133,13 +141,13 @@ class ToolAbort(Exception):
     instead of raising a catchable Lua error.  `data` (JSON-able) travels in
     the error object next to `abort: true`."""
 
-    def __init__(self, message="aborted by a tool", data=None):
+    def __init__(self, message: str = "aborted by a tool", data: Any = None) -> None:
         super().__init__(message)
         self.message = message
         self.data = data
 
 
-_BY_KIND = {
+_BY_KIND: dict[str, type[SandboxdError]] = {
     "syntax_error": LuaError, "runtime_error": LuaError,
     "timeout": LimitExceeded, "memory_limit": LimitExceeded,
     "reductions_limit": LimitExceeded, "cpu_limit": LimitExceeded,
@@ -156,7 +164,7 @@ _BY_KIND = {
 }
 
 # Codes of the kinds, for errors the client decides itself.
-CODES = {
+CODES: dict[str, int] = {
     "parse_error": -32700, "invalid_request": -32600, "message_too_large": -32600,
     "method_not_found": -32601, "invalid_params": -32602, "limit_out_of_range": -32602,
     "internal_error": -32603, "syntax_error": -32001, "runtime_error": -32002,
@@ -167,20 +175,21 @@ CODES = {
 }
 
 
-def class_for(kind):
+def class_for(kind: str) -> type[SandboxdError]:
     return _BY_KIND.get(kind, SandboxdError)
 
 
-def make_error(kind, message, data=None):
+def make_error(kind: str, message: str, data: dict[str, Any] | None = None) -> SandboxdError:
     """A client-decided error of `kind` (data.client is true)."""
-    d = {"client": True}
+    d: dict[str, Any] = {"client": True}
     d.update(data or {})
     return class_for(kind)(message, kind=kind, code=CODES.get(kind, -32603), data=d)
 
 
-def copy_error(e):
+def copy_error(e: SandboxdError) -> SandboxdError:
     """A fresh exception like e (one instance per waiting caller, so tracebacks
     do not pile up on a shared object)."""
+    c: SandboxdError
     if isinstance(e, DaemonUnavailable):
         c = type(e)(e.message, data=e.data)
     else:
@@ -189,7 +198,7 @@ def copy_error(e):
     return c
 
 
-def error_from_wire(err):
+def error_from_wire(err: object) -> SandboxdError:
     """The exception for the `error` member of a response (any JSON value:
     a daemon that breaks the protocol still gives a SandboxdError)."""
     if not isinstance(err, dict):

@@ -14,28 +14,30 @@ its docstring.
 """
 
 import json
+from typing import Any
 
 from . import errors
 from ._core import Result
-from .tools import catalog
+from ._types import Tools
+from .tools import ToolSet, catalog
 
 __all__ = ["render", "system_prompt", "catalog"]
 
 
-def _cut(text, n):
+def _cut(text: str, n: int | None) -> str:
     if n is not None and len(text) > n:
         return text[:n] + "\n... (%d more characters cut)" % (len(text) - n)
     return text
 
 
-def _json(v):
+def _json(v: Any) -> str:
     try:
         return json.dumps(v, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
         return repr(v)
 
 
-def render(outcome, *, max_chars=8000):
+def render(outcome: Result | BaseException, *, max_chars: int | None = 8000) -> str:
     """Model-facing text for a Result or an exception from execute."""
     if isinstance(outcome, Result):
         parts = ["Result: " + _cut(_json(outcome.value), max_chars)]
@@ -72,7 +74,7 @@ def render(outcome, *, max_chars=8000):
     raise TypeError("render() takes a Result or an exception, got %s" % type(outcome).__name__)
 
 
-def system_prompt(tools, prompt_info):
+def system_prompt(tools: "Tools | ToolSet | None", prompt_info: Any) -> str:
     """The system prompt section for the sandbox: prompt_info (as answered by
     the daemon's prompt_info) and the catalog of `tools`."""
     pi = prompt_info if isinstance(prompt_info, dict) else {}

@@ -26,11 +26,17 @@ import inspect
 import itertools
 import socket as _socket
 import struct
+import os
 import threading
 import time
+from typing import Any, Literal, cast
 
 from . import _core, errors
-from .tools import ToolSet
+from ._core import OutputHook, Result
+from ._types import Bindings, Limits, Tools
+from .tools import Function, ToolSet
+
+Count = int | Literal["infinity"]
 
 __all__ = ["Client", "Session"]
 
@@ -41,28 +47,28 @@ _TICK = struct.pack("ll", 0, 50000)         # 50 ms: how late a deadline may be 
 class _Slot:
     __slots__ = ("done", "result", "error")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.done = False
-        self.result = None
-        self.error = None
+        self.result: Any = None
+        self.error: errors.SandboxdError | None = None
 
 
 class _Conn(_core.ConnCore):
     """One connection of a Client: the socket, the answers waited for by
     request id (slots), and which thread reads now."""
 
-    def __init__(self, client, sock):
+    def __init__(self, client: "Client", sock: _socket.socket) -> None:
         super().__init__(client)
         self.sock = sock
         self.wlock = threading.Lock()
         self.mutex = threading.Lock()               # the state below; `with` on it is cheap
         self.cond = threading.Condition(self.mutex)
         self.waiting = 0                            # threads in cond.wait
-        self.reader = None
-        self.lines = collections.deque()
+        self.reader: int | None = None
+        self.lines: collections.deque[bytes] = collections.deque()
         self.ids = itertools.count(1)
 
-    def fail(self, err):
+    def fail(self, err: errors.SandboxdError) -> None:
         with self.mutex:
             if self.lost is not None:
                 return
@@ -79,7 +85,7 @@ class _Conn(_core.ConnCore):
             pass
         self.sock.close()
 
-    def write(self, line):
+    def write(self, line: bytes) -> None:
         with self.wlock:
             if self.lost is not None:
                 raise errors.copy_error(self.lost)
@@ -91,7 +97,8 @@ class _Conn(_core.ConnCore):
                 raise errors.copy_error(err) from e
 
     # ---------------------------------------------------------- requests
-    def call(self, method, params, ex=None, deadline=None):
+    def call(self, method: str, params: Any, ex: _core.Execution | None = None,
+             deadline: float | None = None) -> Any:
         if self.lost is not None:
             raise errors.copy_error(self.lost)
         rid = next(self.ids)
@@ -107,7 +114,7 @@ class _Conn(_core.ConnCore):
             end = None if deadline is None else _monotonic() + deadline
             if not self.wait(slot, end):
                 self.write(_core.cancel_line(rid))
-                raise _core.deadline_error(deadline, self.client.deadline_grace)
+                raise _core.deadline_error(deadline or 0.0, self.client.deadline_grace)
         except (KeyboardInterrupt, SystemExit):
             self.interrupted(rid, slot)
             raise
@@ -121,7 +128,7 @@ class _Conn(_core.ConnCore):
             raise slot.error
         return slot.result
 
-    def interrupted(self, rid, slot):
+    def interrupted(self, rid: int, slot: _Slot) -> None:
         """Ctrl-C during a call: cancel it and read on until the daemon confirms,
         so the connection stays in step (a second Ctrl-C drops the connection,
         which cancels everything it started)."""
@@ -134,7 +141,7 @@ class _Conn(_core.ConnCore):
         except errors.SandboxdError:
             pass
 
-    def wait(self, slot, end):
+    def wait(self, slot: _Slot, end: float | None) -> bool:
         """Until slot is answered (True) or `end` passes (False); this thread
         reads while no other does."""
         me = threading.get_ident()
@@ -167,7 +174,7 @@ class _Conn(_core.ConnCore):
             if not ok:
                 return slot.done
 
-    def read_some(self, slot, end):
+    def read_some(self, slot: _Slot, end: float | None) -> bool:
         """Dispatch what is buffered, else one recv; False when end passed.
         The socket blocks, with SO_RCVTIMEO as a tick to look at the clock:
         one system call per read and per write (a socket timeout would add
@@ -190,12 +197,13 @@ class _Conn(_core.ConnCore):
             self.fail(e)
             raise errors.copy_error(e)
         if not n:
-            self.fail(_core.conn_lost_error("the daemon closed it"))
-            raise errors.copy_error(self.lost)
+            err = _core.conn_lost_error("the daemon closed it")
+            self.fail(err)
+            raise errors.copy_error(self.lost or err)
         self.dispatch_buffered(slot)
         return True
 
-    def dispatch_buffered(self, slot):
+    def dispatch_buffered(self, slot: _Slot) -> bool:
         """Handle the whole lines received, in order, each taken out before it
         is handled (so a tool that calls this client again reads on
         correctly).  True when `slot` got its answer."""
@@ -209,7 +217,7 @@ class _Conn(_core.ConnCore):
         return True
 
     # ---------------------------------------------------------- incoming messages
-    def answered(self, rid, msg):
+    def answered(self, rid: Any, msg: dict[str, Any]) -> None:
         with self.mutex:
             slot = self.pending.get(rid)
             if slot is None or slot.done:
@@ -222,10 +230,10 @@ class _Conn(_core.ConnCore):
             if self.waiting:
                 self.cond.notify_all()
 
-    def show(self, fn, text):
+    def show(self, fn: OutputHook, text: str) -> None:
         _hook(fn, text)
 
-    def run_tool(self, ex, tid, f, args):
+    def run_tool(self, ex: _core.Execution, tid: Any, f: Function, args: list[Any]) -> None:
         """In the reading thread, or in the client's pool with tool_threads."""
         pool = self.client._pool()
         if pool is None:
@@ -233,7 +241,7 @@ class _Conn(_core.ConnCore):
         else:
             pool.submit(self.serve, ex, tid, f, args)
 
-    def serve(self, ex, tid, f, args):
+    def serve(self, ex: _core.Execution, tid: Any, f: Function, args: list[Any]) -> None:
         try:
             line = _core.tool_line(tid, _call_tool, (f, args), self.info, ex)
         except BaseException as e:                  # SystemExit in a pool thread: stop it all
@@ -247,18 +255,18 @@ class _Conn(_core.ConnCore):
                 pass                                # the waiting call reports the loss
 
 
-def _call_tool(f, args):
+def _call_tool(f: Function, args: list[Any]) -> Any:
     v = f.fn(*args)
     if f.is_async or inspect.isawaitable(v):        # a coroutine function: run to its end
         v = asyncio.run(_awaited(v))
     return v
 
 
-async def _awaited(v):
+async def _awaited(v: Any) -> Any:
     return await v
 
 
-def _hook(fn, text):
+def _hook(fn: OutputHook, text: str) -> None:
     try:
         fn(text)
     except Exception:
@@ -276,25 +284,30 @@ class Client(_core.ClientCore):
     in a pool of N threads.  deadline_grace: as AsyncClient's.
     """
 
-    def __init__(self, socket=None, *, connect_timeout=5.0, tool_threads=0,
-                 deadline_grace=_core.DEADLINE_GRACE_S):
+    _conn: _Conn | None
+    _threads: concurrent.futures.ThreadPoolExecutor | None
+
+    def __init__(self, socket: "str | os.PathLike[str] | None" = None, *,
+                 connect_timeout: float = 5.0, tool_threads: int = 0,
+                 deadline_grace: float | None = _core.DEADLINE_GRACE_S) -> None:
         super().__init__(socket, connect_timeout, tool_threads, deadline_grace)
         self._lock = threading.Lock()
 
-    def __enter__(self):
+    def __enter__(self) -> "Client":
         self._connection()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self):
+    def close(self) -> None:
+        """Close the connection (its executions are cancelled by the daemon)."""
         self._drop_connection()
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
             self._threads = None
 
-    def _pool(self):
+    def _pool(self) -> concurrent.futures.ThreadPoolExecutor | None:
         if not self.tool_threads:
             return None
         with self._lock:
@@ -303,7 +316,7 @@ class Client(_core.ClientCore):
                     self.tool_threads, thread_name_prefix="sandboxd-tool")
             return self._threads
 
-    def _connection(self):
+    def _connection(self) -> _Conn:
         c = self._conn
         if c is not None and c.lost is None:
             return c
@@ -314,7 +327,7 @@ class Client(_core.ClientCore):
                 c = self._conn = self._open()
             return c
 
-    def _open(self):
+    def _open(self) -> _Conn:
         s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
             s.settimeout(self.connect_timeout)
@@ -332,19 +345,23 @@ class Client(_core.ClientCore):
             raise
         return conn
 
-    def _call(self, method, params=None):
+    def _call(self, method: str, params: Any = None) -> Any:
         return self._connection().call(method, params)
 
     # ---------------------------------------------------------- methods
-    def execute(self, code, *, tools=None, bindings=None, timeout_ms=None, limits=None,
-                stream_output=None, max_tool_calls=None):
+    def execute(self, code: str, *, tools: Tools | None = None, bindings: Bindings | None = None,
+                timeout_ms: Count | None = None, limits: Limits | None = None,
+                stream_output: OutputHook | None = None,
+                max_tool_calls: Count | None = None) -> Result:
         """Run a chunk; return a Result or raise a SandboxdError subclass (see
         AsyncClient.execute)."""
         return self._execute(self._connection(), code, ToolSet(tools), bindings, timeout_ms,
                              limits, stream_output, max_tool_calls, None)
 
-    def _execute(self, conn, code, toolset, bindings, timeout_ms, limits, stream,
-                 max_tool_calls, session):
+    def _execute(self, conn: _Conn, code: str, toolset: ToolSet | None,
+                 bindings: Bindings | None, timeout_ms: Count | None, limits: Limits | None,
+                 stream: OutputHook | None, max_tool_calls: Count | None,
+                 session: str | None) -> Result:
         params, ex, deadline = _core.start_execute(conn.info, code, toolset, bindings,
                                                    timeout_ms, limits, stream, max_tool_calls,
                                                    session, self.deadline_grace)
@@ -353,28 +370,39 @@ class Client(_core.ClientCore):
         except errors.SandboxdError as e:
             raise ex.failed(e, _hook)
 
-    def check(self, code, *, tools=None):
+    def check(self, code: str, *, tools: Tools | None = None) -> None:
+        """Compile code in a worker: None when it compiles, else LuaError."""
         self._call("check", self._check_params(code, tools))
 
-    def binding_names(self, bindings):
-        return self._call("binding_names", {"bindings": bindings})
+    def binding_names(self, bindings: Bindings) -> list[str]:
+        """The names the daemon gives the globals in `bindings`."""
+        return cast("list[str]", self._call("binding_names", {"bindings": bindings}))
 
-    def prompt_info(self, *, session=False):
+    def prompt_info(self, *, session: bool = False) -> dict[str, Any]:
+        """The daemon's prompt texts (cached per client)."""
         key = bool(session)
         if key not in self._prompt_info:
             self._prompt_info[key] = self._call("prompt_info", self._prompt_params(key))
-        return self._prompt_info[key]
+        return cast("dict[str, Any]", self._prompt_info[key])
 
-    def describe(self):
-        return self._call("describe")
+    def describe(self) -> dict[str, Any]:
+        return cast("dict[str, Any]", self._call("describe"))
 
-    def ping(self):
+    def ping(self) -> Any:
         return self._call("ping")
 
-    def features(self):
+    def features(self) -> frozenset[str]:
+        """The 1.1 capabilities the daemon names in describe."""
         return self._connection().info.features
 
-    def system_prompt(self, tools=None, *, session=False):
+    def session(self, *, tools: Tools | None = None, bindings: Bindings | None = None,
+                timeout_ms: Count | None = None, limits: Limits | None = None,
+                daemon: bool | None = None) -> "Session":
+        """A session (see SessionCore for the rules), opened on its first use
+        or on entering it as a context manager."""
+        return Session(self, tools, bindings, timeout_ms, limits, daemon)
+
+    def system_prompt(self, tools: Tools | None = None, *, session: bool = False) -> str:
         from .render import system_prompt
         return system_prompt(tools, self.prompt_info(session=session))
 
@@ -382,14 +410,16 @@ class Client(_core.ClientCore):
 class Session(_core.SessionCore):
     """The blocking twin of AsyncSession (the rules: SessionCore)."""
 
-    def __enter__(self):
+    client: Client
+
+    def __enter__(self) -> "Session":
         self.open()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def open(self):
+    def open(self) -> _Conn:
         self._check_open()
         conn = self.client._connection()
         p = self._open_params(conn)
@@ -397,8 +427,9 @@ class Session(_core.SessionCore):
             self._opened(conn, conn.call("session/open", p))
         return conn
 
-    def execute(self, code, *, timeout_ms=None, limits=None, stream_output=None,
-                max_tool_calls=None):
+    def execute(self, code: str, *, timeout_ms: Count | None = None, limits: Limits | None = None,
+                stream_output: OutputHook | None = None,
+                max_tool_calls: Count | None = None) -> Result:
         args = self._execute_args(self.open(), code, timeout_ms, limits, stream_output,
                                   max_tool_calls)
         try:
@@ -407,13 +438,13 @@ class Session(_core.SessionCore):
             self._failed(e)
             raise
 
-    def snapshot(self):
+    def snapshot(self) -> dict[str, Any]:
         conn = self.open()
         if not self.stateful:
             return self._local_snapshot()
-        return conn.call("session/snapshot", {"session": self.id})
+        return cast("dict[str, Any]", conn.call("session/snapshot", {"session": self.id}))
 
-    def close(self):
+    def close(self) -> None:
         sid, conn = self._closing()
         if sid is not None:
             try:
@@ -421,5 +452,3 @@ class Session(_core.SessionCore):
             except errors.SessionNotFound:
                 pass
 
-
-Client.session_class = Session

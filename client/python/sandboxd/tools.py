@@ -24,6 +24,9 @@ TypeError/ValueError before anything is sent.
 
 import inspect
 import re
+from typing import Any, Callable, TypeVar, overload
+
+from ._types import Tools
 
 __all__ = ["tool", "Table", "ToolSet", "catalog"]
 
@@ -36,18 +39,30 @@ RESERVED = frozenset("""
     return then true until while""".split())
 MAX_ARITIES = 16
 _ATTR = "__sandboxd_tool__"
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _Info:
     __slots__ = ("name", "description", "inline")
 
-    def __init__(self, name, description, inline):
+    def __init__(self, name: str | None, description: str | None, inline: bool) -> None:
         self.name = name
         self.description = description
         self.inline = inline
 
 
-def tool(func=None, *, name=None, description=None, inline=False):
+@overload
+def tool(func: F, *, name: str | None = None, description: str | None = None,
+         inline: bool = False) -> F: ...
+
+
+@overload
+def tool(func: None = None, *, name: str | None = None, description: str | None = None,
+         inline: bool = False) -> Callable[[F], F]: ...
+
+
+def tool(func: F | None = None, *, name: str | None = None, description: str | None = None,
+         inline: bool = False) -> F | Callable[[F], F]:
     """Decorator: mark a function as a tool function, optionally under another
     Lua name, with a description for the prompt (default: its docstring).
     inline=True lets AsyncClient call a plain function on the event loop
@@ -59,7 +74,7 @@ def tool(func=None, *, name=None, description=None, inline=False):
         @sandboxd.tool(name="get-sum", description="Adds two numbers.")
         def get_sum(a, b): ...
     """
-    def mark(f):
+    def mark(f: F) -> F:
         if not callable(f):
             raise TypeError("@sandboxd.tool needs a callable, got %r" % (f,))
         setattr(f, _ATTR, _Info(name, description, inline))
@@ -71,7 +86,8 @@ class Table:
     """An explicit tool table: functions (dict or object, as for `tools`), the
     `__module` string the chunk sees, and a description for the prompt."""
 
-    def __init__(self, functions, *, module=None, description=None):
+    def __init__(self, functions: Any, *, module: str | None = None,
+                 description: str | None = None) -> None:
         self.functions = functions
         self.module = module
         self.description = description
@@ -82,11 +98,11 @@ class Function:
 
     __slots__ = ("name", "fn", "arities", "is_async", "inline", "params", "description", "wire")
 
-    def __init__(self, name, fn):
+    def __init__(self, name: str, fn: Callable[..., Any]) -> None:
         self.name = name
         self.fn = fn
         info = getattr(fn, _ATTR, None)
-        self.description = (info.description if info and info.description
+        self.description: str = (info.description if info and info.description
                             else inspect.getdoc(fn) or "")
         target = fn
         while not inspect.iscoroutinefunction(target) and hasattr(target, "__wrapped__"):
@@ -95,10 +111,12 @@ class Function:
                          or inspect.iscoroutinefunction(getattr(fn, "__call__", None)))
         self.inline = bool(info and info.inline) and not self.is_async
         self.arities, self.params = _arities(name, fn)
-        self.wire = {"name": name, "arities": self.arities} if self.arities is not None else name
+        self.wire: dict[str, Any] | str = (
+            {"name": name, "arities": self.arities} if self.arities is not None else name)
 
 
-def _arities(name, fn):
+def _arities(name: str, fn: Callable[..., Any]
+             ) -> tuple[list[int] | None, list[tuple[str, bool]] | None]:
     """(arities list or None, [(param name, optional?)] or None for '...')."""
     try:
         sig = inspect.signature(fn)
@@ -124,13 +142,13 @@ def _arities(name, fn):
     return list(range(required, total + 1)), params
 
 
-def _members(obj):
+def _members(obj: Any) -> dict[str, Callable[..., Any]]:
     """{name: callable} of an object or module (see the module comment)."""
     if inspect.ismodule(obj) and hasattr(obj, "__all__"):
         names = list(obj.__all__)
     else:
         names = sorted(n for n in dir(obj) if not n.startswith("_"))
-    found = {}
+    found: dict[str, Callable[..., Any]] = {}
     for n in names:
         try:
             v = getattr(obj, n)
@@ -148,12 +166,12 @@ class ToolSet:
 
     __slots__ = ("wire", "tables", "_fns")
 
-    EMPTY = None
+    EMPTY: "ToolSet"
 
-    def __init__(self, tools=None):
-        self.wire = []
-        self.tables = []                # [(name, module, description, [Function])]
-        self._fns = {}
+    def __init__(self, tools: "Tools | ToolSet | None" = None) -> None:
+        self.wire: list[dict[str, Any]] = []
+        self.tables: list[tuple[str, str | None, str | None, list[Function]]] = []
+        self._fns: dict[tuple[str, str], Function] = {}
         if tools is None:
             return
         if isinstance(tools, ToolSet):
@@ -167,7 +185,8 @@ class ToolSet:
                 raise ValueError("tool table name %r is not a Lua identifier" % (tname,))
             if tname in RESERVED:
                 raise ValueError("tool table name %r is a name the sandbox defines" % tname)
-            module = description = None
+            module: str | None = None
+            description: str | None = None
             if isinstance(spec, Table):
                 module, description, spec = spec.module, spec.description, spec.functions
             if spec is None:
@@ -194,27 +213,29 @@ class ToolSet:
                 f = Function(lname, fn)
                 funcs.append(f)
                 self._fns[(tname, lname)] = f
-            entry = {"name": tname, "functions": [f.wire for f in funcs]}
+            entry: dict[str, Any] = {"name": tname, "functions": [f.wire for f in funcs]}
             if module is not None:
                 entry["module"] = module
             self.wire.append(entry)
             self.tables.append((tname, module, description, funcs))
 
-    def lookup(self, table, function):
+    def lookup(self, table: object, function: object) -> Function | None:
+        if type(table) is not str or type(function) is not str:
+            return None
         return self._fns.get((table, function))
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return bool(self.wire)
 
 
 ToolSet.EMPTY = ToolSet()
 
 
-def _first_paragraph(text):
+def _first_paragraph(text: str | None) -> str:
     return text.strip().split("\n\n", 1)[0].replace("\n", " ").strip() if text else ""
 
 
-def _shape(tname, f):
+def _shape(tname: str, f: Function) -> str:
     if f.params is None:
         args = "..."
     else:
@@ -231,7 +252,7 @@ def _shape(tname, f):
     return "%s%s(%s)" % (tname, key, args)
 
 
-def catalog(tools):
+def catalog(tools: "Tools | ToolSet | None") -> str:
     """Markdown: each tool table and the Lua call shape of each function (from
     the Python signature; `x?` is optional, `...` any number) with the first
     paragraph of its description."""

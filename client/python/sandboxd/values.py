@@ -28,25 +28,27 @@ import dataclasses
 import datetime
 import enum
 import json
+from typing import Any, Callable
 
 __all__ = ["Unencodable", "encode", "to_jsonable", "MAX_DEPTH"]
 
 MAX_DEPTH = 200
 INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1
 
-_dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False,
-                          separators=(",", ":")).encode
+_dumps: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False, allow_nan=False,
+                                                check_circular=False,
+                                                separators=(",", ":")).encode
 
 
 class Unencodable(ValueError):
     """A value the table above cannot carry."""
 
 
-def _where(path):
+def _where(path: list[str]) -> str:
     return "".join(path) if path else "the value"
 
 
-def _key(k, path):
+def _key(k: object, path: list[str]) -> str:
     if isinstance(k, str):
         return _str(k)
     if isinstance(k, bool):
@@ -65,7 +67,7 @@ def _key(k, path):
                       % (type(k).__name__, _where(path)))
 
 
-def _str(s):
+def _str(s: str) -> str:
     try:
         s.encode("utf-8")
         return s
@@ -73,7 +75,7 @@ def _str(s):
         return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in s)
 
 
-def _convert(v, path, stack):
+def _convert(v: Any, path: list[str], stack: set[int]) -> Any:
     t = type(v)
     if t is str:
         return _str(v)
@@ -108,7 +110,7 @@ def _convert(v, path, stack):
     stack.add(vid)
     try:
         if isinstance(v, dict):
-            out = {}
+            out: dict[str, Any] = {}
             for k, x in v.items():
                 ks = _key(k, path)
                 path.append("[%r]" % (k,))
@@ -122,12 +124,12 @@ def _convert(v, path, stack):
                     items = sorted(v)
                 except TypeError:
                     items = list(v)
-            out = []
+            lst: list[Any] = []
             for i, x in enumerate(items):
                 path.append("[%d]" % i)
-                out.append(_convert(x, path, stack))
+                lst.append(_convert(x, path, stack))
                 path.pop()
-            return out
+            return lst
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
             return _convert({f.name: getattr(v, f.name) for f in dataclasses.fields(v)},
                             path, stack)
@@ -140,17 +142,18 @@ def _convert(v, path, stack):
                       % (t.__qualname__, _where(path)))
 
 
-def to_jsonable(v):
+def to_jsonable(v: Any) -> Any:
     """v converted by the table above into plain dict/list/str/int/float/bool/None.
     Raises Unencodable."""
     return _convert(v, [], set())
 
 
-_LITERALS = {True: b"true", False: b"false", None: b"null"}
-_quote = json.encoder.encode_basestring         # the C version when there is one
+_LITERALS: dict[bool | None, bytes] = {True: b"true", False: b"false", None: b"null"}
+# the C version when there is one (typeshed does not declare it)
+_quote: Callable[[str], str] = getattr(json.encoder, "encode_basestring")
 
 
-def encode(v):
+def encode(v: Any) -> bytes:
     """The compact UTF-8 JSON text of v by the table above, as bytes.  Raises
     Unencodable."""
     t = type(v)

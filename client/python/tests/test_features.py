@@ -204,3 +204,84 @@ def test_parallel_plain_functions_overlap_in_threads(sock, features):
                                 tools={"T": {"s": slow}})
             assert r.value == [1, 2, "T.s: ValueError: three"], r.value
     asyncio.run(main())
+
+
+def test_stream_as_an_async_iterator(sock, features):
+    """Each piece arrives while the chunk runs: the tool waits until the
+    loop has taken the first one, so output held back to the end would
+    leave it waiting until the deadline."""
+    need(features, "stream_output")
+
+    async def main():
+        async with sandboxd.AsyncClient(sock) as c:
+            took_first = asyncio.Event()
+
+            async def gate():
+                await asyncio.wait_for(took_first.wait(), 5)
+                return 2
+
+            got = []
+            async with c.stream("print('first') local n = T.gate() print('second') return n",
+                                tools={"T": {"gate": gate}}, timeout_ms=10000) as run:
+                with pytest.raises(RuntimeError):
+                    run.result
+                async for text in run:
+                    got.append(text)
+                    took_first.set()
+            assert got == ["first\n", "second\n"]
+            assert run.result.value == 2 and run.result.output == "first\nsecond\n"
+            assert run.result.stats["tool_calls"] == 1
+            assert [t async for t in run] == []             # ended: stays ended
+    asyncio.run(main())
+
+
+def test_stream_raises_the_error_after_the_output(sock, features):
+    need(features, "stream_output")
+
+    async def main():
+        async with sandboxd.AsyncClient(sock) as c:
+            got = []
+            with pytest.raises(sandboxd.LuaError) as ei:
+                async for text in c.stream("print('before') error('broke')"):
+                    got.append(text)
+            assert got == ["before\n"] and "broke" in ei.value.message
+            r = await c.stream("print('x') return 5")       # awaited: the Result
+            assert r.value == 5 and r.output == "x\n"
+    asyncio.run(main())
+
+
+def test_stream_left_early_cancels_the_execution(sock, features):
+    """Leaving `async with` after the first piece cancels the chunk (it would
+    run to its 30 s timeout otherwise); the connection goes on."""
+    need(features, "stream_output")
+
+    async def main():
+        async with sandboxd.AsyncClient(sock) as c:
+            t0 = asyncio.get_running_loop().time()
+            async with c.stream("print('go') while true do end", timeout_ms=30000) as run:
+                async for text in run:
+                    assert text == "go\n"
+                    break
+            assert asyncio.get_running_loop().time() - t0 < 10
+            with pytest.raises(RuntimeError):
+                run.result
+            assert (await c.execute("return 1")).value == 1
+            for _ in range(100):            # no worker is left running the loop
+                st = (await c.describe())["state"]
+                if st["idle_workers"] == st["workers"]:
+                    break
+                await asyncio.sleep(0.05)
+            assert st["idle_workers"] == st["workers"], st
+    asyncio.run(main())
+
+
+def test_stream_in_a_session(sock, features):
+    need(features, "stream_output")
+
+    async def main():
+        async with sandboxd.AsyncClient(sock) as c:
+            async with c.session() as s:
+                got = [t async for t in s.stream("x = 40 print(x)")]
+                assert got == ["40\n"]
+                assert (await s.execute("return x + 2")).value == 42
+    asyncio.run(main())

@@ -6,7 +6,9 @@ signatures and names of the API it lists are the package's own."""
 
 import ast
 import asyncio
+import contextlib
 import inspect
+import io
 import os
 import re
 import subprocess
@@ -109,7 +111,7 @@ def check_async(body, sock, monkeypatch):
         return await orig(self, code, **kw)
     monkeypatch.setattr(sandboxd.AsyncClient, "execute", execute)
     results = asyncio.run(env["main"]())
-    assert [r.value for r in results] == [None] * 4 + [7]
+    assert [r.value for r in results] == [200] * 4 + [7]
     assert sorted(awaited) == ["https://example.com/%d" % i for i in range(4)]
 
 
@@ -126,12 +128,35 @@ def check_tool_decorator(body, sock, monkeypatch):
     assert 'Calc["get-sum"](a, b)' in cat and "Adds two numbers." in cat, cat
 
 
+def check_stream(body, sock, monkeypatch):
+    """The live output fragment, run as written with $SANDBOXD_SOCKET set:
+    it prints what the chunk prints, and the commented value is the one shown."""
+    monkeypatch.setenv("SANDBOXD_SOCKET", sock)
+    src = "async def main():\n" + "".join("    " + ln + "\n" for ln in body.splitlines())
+    env = {"sandboxd": sandboxd}
+    seen = []
+    lines = []
+    for n, line in enumerate(src.splitlines(), 0):
+        m = re.match(r"^(\s*)(\S.*?)\s+# ('.*')$", line)
+        if m:
+            line = "%s__seen.append((%d, (%s), (%s)))" % (m.group(1), n, m.group(2), m.group(3))
+        lines.append(line)
+    env["__seen"] = seen
+    exec(compile("\n".join(lines), "<README>", "exec"), env)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        asyncio.run(env["main"]())
+    assert out.getvalue() == "1\n2\n3\n"
+    assert seen == [(5, "done", "done")], seen
+
+
 # (language, how the block starts): its check
 BLOCKS = [
     ("sh", "# into a virtual environment", check_install),
     ("python", "import sandboxd\n", check_example),
     ("python", 'async with sandboxd.AsyncClient("/tmp/sbx.sock")', check_async),
     ("python", '@sandboxd.tool(name="get-sum"', check_tool_decorator),
+    ("python", "async with sandboxd.AsyncClient() as c:\n    async with c.stream(", check_stream),
 ]
 
 
@@ -224,21 +249,33 @@ def shown_signatures(section_start, section_end):
 
 
 def params_of(fn):
-    sig = str(inspect.signature(fn))[1:-1]
+    """The parameters of fn as the README writes them: names and defaults,
+    the annotations left to the package's types (which mypy checks)."""
+    sig = inspect.signature(fn)
+    sig = sig.replace(parameters=[p.replace(annotation=p.empty) for p in sig.parameters.values()],
+                      return_annotation=sig.empty)
+    sig = str(sig)[1:-1]
     return re.sub(r"^self(, )?", "", sig)
 
 
 def test_client_signatures_are_the_packages():
     """The Clients section: each call shown, with the parameters it shows,
-    on Client and AsyncClient (AsyncSession, Session for session's)."""
+    on Client and AsyncClient (only AsyncClient for what its row says is
+    `AsyncClient` only)."""
     shown = shown_signatures("## Clients", "- `limits` takes")
     names = [n for n, _ in shown]
-    assert names[:2] == ["Client", "AsyncClient"] and len(names) >= 11, names
+    assert names[:2] == ["Client", "AsyncClient"] and len(names) >= 12, names
+    text = re.sub(r"\s+", " ", readme())
     for name, params in shown:
         if name in ("Client", "AsyncClient"):
             assert params_of(getattr(sandboxd, name).__init__) == params, name
             continue
-        for cls in (sandboxd.Client, sandboxd.AsyncClient):
+        async_only = re.search(r"\| `%s\([^`]*\)` \| `AsyncClient` only" % name, text)
+        if async_only:
+            assert not hasattr(sandboxd.Client, name), name
+            assert callable(getattr(sandboxd.AsyncSession, name)), name
+        for cls in (sandboxd.AsyncClient,) if async_only else (sandboxd.Client,
+                                                                sandboxd.AsyncClient):
             assert hasattr(cls, name), "%s has no %s" % (cls.__name__, name)
             assert params_of(getattr(cls, name)) == params, (cls.__name__, name)
 
