@@ -29,7 +29,10 @@ CC       ?= cc
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wwrite-strings -Wundef -Wno-unused-parameter
 CFLAGS   ?= -O2 -g
-CPPFLAGS += -std=c11 -D_GNU_SOURCE -I. $(PKG_CFLAGS) $(EXTRA_CPPFLAGS)
+# The release's one version (VERSION); every other copy is checked against
+# it by tests/tooling/test_release.py.
+VERSION  := $(shell cat VERSION)
+CPPFLAGS += -std=c11 -D_GNU_SOURCE -I. -DSANDBOXD_VERSION='"$(VERSION)"' $(PKG_CFLAGS) $(EXTRA_CPPFLAGS)
 LDLIBS   += $(PKG_LIBS) -lev -lm
 ifeq ($(SANITIZE),1)
 CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined

@@ -19,9 +19,13 @@
 #include <stdio.h>
 #include <stddef.h>
 
-/* Keep in step with SANDBOXD_VERSION (daemon/sup.h), which the client does
- * not include because it pulls in the daemon's event loop headers. */
-#define SANDBOXCTL_VERSION "0.1.0"
+/* The release, the daemon's: the top-level file VERSION, which the Makefile
+ * gives as -DSANDBOXD_VERSION (daemon/sup.h is not included here: it pulls
+ * in the daemon's event loop headers). */
+#ifndef SANDBOXD_VERSION
+#error "SANDBOXD_VERSION comes from the file VERSION: build with make"
+#endif
+#define SANDBOXCTL_VERSION SANDBOXD_VERSION
 #define CTL_DEFAULT_SOCKET "/run/sandboxd/sandboxd.sock"
 #define CTL_SOCKET_ENV     "SANDBOXD_SOCKET"
 

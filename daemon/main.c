@@ -348,7 +348,7 @@ int main(int argc, char **argv)
         case 'c': s->config_path = optarg; break;
         case 's': s->socket_override = optarg; break;
         case 'C': check_only = 1; break;
-        case 'V': printf("sandboxd %s (protocol %d)\n", SANDBOXD_VERSION, SANDBOXD_PROTOCOL); return 0;
+        case 'V': printf("sandboxd %s (protocol %s)\n", SANDBOXD_VERSION, SANDBOXD_PROTOCOL_VERSION); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

@@ -179,9 +179,10 @@ static int health_put(const struct sup *s, json_t *state)
 
 static json_t *describe_new(const struct sup *s)
 {
-    json_t *d = json_pack("{s:s,s:s,s:i,s:[sssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o,s:I}}",
+    json_t *d = json_pack("{s:s,s:s,s:i,s:s,s:[sssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o,s:I}}",
                      "name", "sandboxd", "version", SANDBOXD_VERSION,
                      "protocol_version", SANDBOXD_PROTOCOL,
+                     "protocol", SANDBOXD_PROTOCOL_VERSION,
                      "methods", "execute", "check", "binding_names", "prompt_info", "ping", "describe",
                      "metrics",
                      "defaults", limits_to_json(&s->cfg.defaults),

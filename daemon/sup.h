@@ -145,8 +145,14 @@ void sup_count_down(unsigned *counter, const char *name);
 #define SUP_TRIM_BYTES ((size_t)1 << 20)
 void sup_trim(void);
 
-/* The version string and protocol version reported by describe/--version. */
-#define SANDBOXD_VERSION  "0.1.0"
-#define SANDBOXD_PROTOCOL 1
+/* The release (the top-level file VERSION, which the Makefile gives as
+ * -DSANDBOXD_VERSION) and the protocol this daemon speaks, as --version and
+ * describe report them: protocol_version is the major version, an integer,
+ * and protocol the whole "major.minor" (docs/protocol.md, 3.6). */
+#ifndef SANDBOXD_VERSION
+#error "SANDBOXD_VERSION comes from the file VERSION: build with make"
+#endif
+#define SANDBOXD_PROTOCOL         1
+#define SANDBOXD_PROTOCOL_VERSION "1.2"
 
 #endif

@@ -7,7 +7,7 @@ defmodule Sandboxd.MixProject do
   def project do
     [
       app: :sandboxd,
-      version: "0.1.0",
+      version: "1.0.0",
       elixir: "~> 1.14",
       start_permanent: Mix.env() == :prod,
       elixirc_paths: elixirc_paths(Mix.env()),

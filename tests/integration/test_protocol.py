@@ -72,6 +72,10 @@ def test_describe_version_matches_binary(client):
     p = subprocess.run([SANDBOXD_BIN, "--version"], capture_output=True, text=True, timeout=10)
     assert p.returncode == 0
     assert d["version"] in p.stdout + p.stderr
+    # the protocol: its major version an integer (as since 1.0), the whole
+    # "major.minor" a string, and --version prints the whole one
+    assert d["protocol_version"] == 1 and d["protocol"] == "1.2", d
+    assert p.stdout == "sandboxd %s (protocol %s)\n" % (d["version"], d["protocol"]), p.stdout
 
 
 def test_prompt_info(client):

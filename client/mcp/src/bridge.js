@@ -34,7 +34,7 @@ import { LuaState } from './state.js';
 import { renderFailure, renderSuccess, MIN_RESULT_CHARS } from './render.js';
 import { toLuaValue } from './unwrap.js';
 
-export const VERSION = '0.2.0';
+export const VERSION = '1.0.0';
 const TOOL = 'execute_lua';
 const INTERRUPTED = 'interrupted';
 

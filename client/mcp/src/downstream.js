@@ -16,7 +16,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
-const VERSION = '0.2.0';
+const VERSION = '1.0.0';
 
 export class Downstream {
   constructor(name, spec, { log, onToolsChanged, startTimeoutMs = 20000 } = {}) {

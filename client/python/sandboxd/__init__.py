@@ -24,7 +24,7 @@ from .sync import Client, Session
 from .tools import Table, tool
 from .values import Unencodable, to_jsonable
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"
 
 __all__ = [
     "Client", "AsyncClient", "Session", "AsyncSession", "Result", "Stats", "LiveOutput",

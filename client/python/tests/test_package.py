@@ -23,7 +23,8 @@ def test_wheel_holds_the_package(tmp_path):
     with zipfile.ZipFile(tmp_path / name) as z:
         names = z.namelist()
         assert "sandboxd/__init__.py" in names and "sandboxd/aio.py" in names
-        assert "Requires-Python: >=3.11" in z.read("sandboxd-0.1.0.dist-info/METADATA").decode()
+        meta = "sandboxd-%s.dist-info/METADATA" % backend._project()["version"]
+        assert "Requires-Python: >=3.11" in z.read(meta).decode()
     assert backend.build_sdist(str(tmp_path)).endswith(".tar.gz")
 
 
