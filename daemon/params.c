@@ -23,7 +23,9 @@
 
 /* Limits as the worker sees them: integers, null for infinity.  rlimit_as
  * and rlimit_cpu (seconds) are the kernel backstops the worker sets on
- * itself: SIGXCPU a second after the supervisor's own CPU check. */
+ * itself: SIGXCPU a second after the supervisor's own CPU check.  nice is
+ * the priority's nice value, which the worker also sets on itself (a
+ * supervisor without CAP_SYS_NICE cannot renice a worker of another uid). */
 json_t *params_job_limits(const struct sup *s, const struct limits *l)
 {
     json_t *as = json_null(), *cpu = json_null();
@@ -32,7 +34,7 @@ json_t *params_job_limits(const struct sup *s, const struct limits *l)
         as = json_integer((json_int_t)(l->max_heap + AS_SLACK));
     if (l->cpu_ms != LIMIT_INF)
         cpu = json_integer((json_int_t)(l->cpu_ms / 1000 + 2));
-    return json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:o,s:o}",
+    return json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:o,s:o,s:i}",
                      "max_heap", l->max_heap == LIMIT_INF ? json_null() :
                                  json_integer((json_int_t)l->max_heap),
                      "max_reductions", l->max_reductions == LIMIT_INF ? json_null() :
@@ -42,7 +44,8 @@ json_t *params_job_limits(const struct sup *s, const struct limits *l)
                      "max_result_bytes", (json_int_t)s->cfg.max_message_bytes,
                      "max_parallel_calls", (json_int_t)s->cfg.max_parallel_calls,
                      "tool_spin_us", (json_int_t)sched_spin_hint(s),
-                     "rlimit_as", as, "rlimit_cpu", cpu);
+                     "rlimit_as", as, "rlimit_cpu", cpu,
+                     "nice", priority_nice(l->priority, s->nice));
 }
 
 /* params.code of execute and check: a string within max_code_bytes. */

@@ -96,10 +96,16 @@ void wproc_apply_limits(struct wproc *w, const struct limits *lim)
     w->rd.max_payload = max_frame(w->sup, lim);     /* nothing is held before the job */
     /* RLIMIT_AS and RLIMIT_CPU are lowered by the worker itself (see the job's
      * rlimit_* fields): prlimit on a worker that runs under another uid would
-     * need CAP_SYS_RESOURCE.  Raising the nice value of a process we may
-     * signal needs no privilege beyond that. */
+     * need CAP_SYS_RESOURCE.  The priority too (the job's nice field): setting
+     * the nice value of a process of another uid, even raising it, needs
+     * CAP_SYS_NICE, which a container's daemon often lacks, while a process
+     * may always raise its own.  This call is for the other direction: with
+     * CAP_SYS_NICE the pool waits at nice 19 (worker/zygote.c), and only the
+     * supervisor may lower a worker from there to its job's value.  Without
+     * the capability it fails (EPERM) and the worker's own call applies. */
     if (setpriority(PRIO_PROCESS, (id_t)w->pid, priority_nice(lim->priority, w->sup->nice)) != 0)
-        log_debug("worker %d: setpriority: %s", (int)w->pid, strerror(errno));
+        log_debug("worker %d: setpriority: %s (the worker sets its own)", (int)w->pid,
+                  strerror(errno));
 }
 
 static void wproc_flush(struct wproc *w)

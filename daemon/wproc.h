@@ -53,8 +53,11 @@ struct wproc {
 
 struct wproc *wproc_new(struct sup *s, pid_t pid, int fd);
 /* The job's frame bound (every part a frame may carry under lim) and its
- * priority, applied from outside (setpriority).  The worker sets its
- * own RLIMIT_AS/RLIMIT_CPU from the job (worker/worker.c apply_rlimits). */
+ * priority, applied from outside (setpriority), which needs CAP_SYS_NICE
+ * for a worker of another uid: without it the call fails and the worker's
+ * own setpriority (it may raise its own nice value) applies it.  The worker
+ * sets its own RLIMIT_AS/RLIMIT_CPU and nice value from the job
+ * (worker/worker.c apply_rlimits). */
 void wproc_apply_limits(struct wproc *w, const struct limits *lim);
 /* Queue one frame with a JSON payload (borrowed).  0; -2 when the encoded
  * payload is above what the worker reads for that type (CHAN_JOB_MAX,

@@ -60,6 +60,14 @@
  *                     which name other processes' CPU clocks.
  *   gettimeofday,     os.time()/time() when the vDSO is unusable; they take
  *   time              no clock id and only write to caller memory.
+ *   setpriority       the job's priority, which the worker applies to itself
+ *                     when it takes the job (a supervisor without
+ *                     CAP_SYS_NICE cannot renice a worker of another uid).
+ *                     Only PRIO_PROCESS of itself (who == 0), and only to a
+ *                     nice value from the zygote's own at prepare time (the
+ *                     daemon's; 0 if negative) to 19: a worker can lower its
+ *                     priority, never raise it above the daemon's, nor touch
+ *                     another process.
  *   exit_group, exit  termination (_exit).
  *   restart_syscall   the kernel's continuation of an allowed call that a
  *                     stop interrupted (SIGSTOP/SIGCONT, a cgroup freeze, a
@@ -225,6 +233,26 @@ static int rlimit_rules(scmp_filter_ctx ctx)
     return 0;
 }
 
+/* setpriority(PRIO_PROCESS, 0, nice) for each nice in [the caller's nice
+ * value now (at least 0), 19], one exact rule each.  The comparisons are on
+ * the whole 64-bit registers, while the kernel reads ints: a value with high
+ * bits set is refused here whatever its low half says, so nothing passes
+ * that the kernel would read as another target or a value out of range. */
+static int nice_rules(scmp_filter_ctx ctx)
+{
+    int rc, base;
+
+    base = getpriority(PRIO_PROCESS, 0);
+    if (base < 0)               /* -1 is a nice value too, or an error: 0 */
+        base = 0;
+    if (MUTANT(NICE_UNPINNED))  /* the mutant: any target, any value */
+        return allow(ctx, SCMP_SYS(setpriority));
+    for (int nice = base; nice <= 19; nice++)
+        TRY(seccomp_rule_add_exact(ctx, SCMP_ACT_ALLOW, SCMP_SYS(setpriority), 3,
+                                   ARG_EQ(0, PRIO_PROCESS), ARG_EQ(1, 0), ARG_EQ(2, nice)));
+    return 0;
+}
+
 /* Termination. */
 static int exit_rules(scmp_filter_ctx ctx)
 {
@@ -329,6 +357,7 @@ static int add_rules(scmp_filter_ctx ctx, int chan_fd)
     TRY(memory_rules(ctx));
     TRY(clock_rules(ctx));
     TRY(rlimit_rules(ctx));
+    TRY(nice_rules(ctx));
     TRY(exit_rules(ctx));
     TRY(kill_rules(ctx));
 #if SANDBOXD_SANITIZE

@@ -671,12 +671,20 @@ static void read_job(struct job *job, int first)
 /* The supervisor sizes the kernel backstops; the worker lowers its own
  * limits (always permitted, and allowed by the seccomp filter only for these
  * two resources of this process).  A failure leaves the looser limits set
- * by contain_worker in place. */
+ * by contain_worker in place.  So with the job's priority: any process may
+ * raise its own nice value (the filter allows only that, on itself, from
+ * the daemon's value to 19); lowering it, from a pool's 19, fails here
+ * (EACCES) and is the supervisor's, which then holds CAP_SYS_NICE
+ * (wproc_apply_limits). */
 static void apply_rlimits(struct job *job, json_t *limits)
 {
     json_t *as = json_object_get(limits, "rlimit_as");
     json_t *cpu = json_object_get(limits, "rlimit_cpu");
+    json_t *nice = json_object_get(limits, "nice");
     struct rlimit r;
+
+    if (json_is_integer(nice) && !MUTANT(WORKER_NICE))     /* the mutant: left to the supervisor */
+        (void)setpriority(PRIO_PROCESS, 0, (int)json_integer_value(nice));
 
     if (job->session) {
         /* RLIMIT_AS bounds the whole state: set once, at the open.  The CPU

@@ -329,6 +329,19 @@ static void test_restart_syscall_allowed(void **state)
     close(sock);
 }
 
+/* The job's priority: a worker lowers its own (raises its nice value) to
+ * any value up to 19. */
+static int body_nice_self(void)
+{
+    return setpriority(PRIO_PROCESS, 0, 19) == 0 ? 0 : 1;
+}
+
+static void test_nice_self_allowed(void **state)
+{
+    (void)state;
+    assert_exit(run_default(body_nice_self), 0);
+}
+
 static int body_echo(void)
 {
     char buf[4];
@@ -761,6 +774,17 @@ static int body_block_sigsys(void)
     sigemptyset(&set);
     sigaddset(&set, SIGSYS);
     return sigprocmask(SIG_BLOCK, &set, NULL) == 0 ? 0 : 1;
+}
+
+/* setpriority on anything but itself, or to a value the rule does not
+ * list: above the daemon (negative), or with high bits the kernel would
+ * drop (it reads 10).  Each would succeed for root without the filter. */
+static int body_nice_other(void) { return setpriority(PRIO_PROCESS, (id_t)parent_pid, 19) == 0 ? 0 : 1; }
+static int body_nice_group(void) { return setpriority(PRIO_PGRP, 0, 19) == 0 ? 0 : 1; }
+static int body_nice_negative(void) { return syscall(SYS_setpriority, PRIO_PROCESS, 0, -1L) == 0 ? 0 : 1; }
+static int body_nice_high_bits(void)
+{
+    return syscall(SYS_setpriority, PRIO_PROCESS, 0, (1L << 32) | 10) == 0 ? 0 : 1;
 }
 
 /* Expected CHAN_SYSCALL report of a forbidden call: its number, or one of: */
@@ -1287,6 +1311,7 @@ int main(void)
         cmocka_unit_test(test_write_on_channel),
         cmocka_unit_test(test_read_on_channel),
         cmocka_unit_test(test_restart_syscall_allowed),
+        cmocka_unit_test(test_nice_self_allowed),
         cmocka_unit_test(test_malloc_large_blocks),
         cmocka_unit_test(test_realloc_growth),
         cmocka_unit_test(test_clocks),
@@ -1308,6 +1333,10 @@ int main(void)
         FORBIDDEN(prctl, SYS_prctl),
         FORBIDDEN(kill, SYS_kill),
         FORBIDDEN(ptrace, SYS_ptrace),
+        FORBIDDEN(nice_other, SYS_setpriority),
+        FORBIDDEN(nice_group, SYS_setpriority),
+        FORBIDDEN(nice_negative, SYS_setpriority),
+        FORBIDDEN(nice_high_bits, SYS_setpriority),
         FORBIDDEN(fork, REPORT_ANY),         /* clone; interceptors may differ */
         FORBIDDEN(poll_timeout, SYS_poll),
         FORBIDDEN(poll_forever, SYS_poll),

@@ -1,0 +1,100 @@
+"""What workers get from a root daemon with the capabilities a container
+gives it (deploy/k8s): the sidecar's set, without CAP_SYS_NICE (Pod
+Security "baseline") and without CAP_SYS_ADMIN.  The daemon runs under
+setpriv with that bounding set, as the container runtime would start it."""
+
+import os
+import pwd
+import shutil
+import stat
+import time
+
+import pytest
+
+import sbx
+from conftest import SANDBOXD_BIN
+from test_lifecycle import start_looping
+
+IS_ROOT = os.geteuid() == 0
+# the sidecar's and the DaemonSet's capabilities (deploy/k8s), no SYS_NICE
+BASELINE = ["setuid", "setgid", "sys_chroot", "kill", "chown"]
+
+
+def capped(tmp_path, caps):
+    """A wrapper that execs the daemon (same pid) with only caps."""
+    setpriv = shutil.which("setpriv")
+    if not setpriv:
+        pytest.skip("setpriv (util-linux) not installed")
+    w = tmp_path / "sandboxd-capped"
+    w.write_text("#!/bin/sh\nexec %s --no-new-privs --inh-caps=-all --bounding-set=%s %s \"$@\"\n"
+                 % (setpriv, ",".join(["-all"] + ["+" + c for c in caps]), SANDBOXD_BIN))
+    w.chmod(0o755)
+    return str(w)
+
+
+def empty_chroot(tmp_path):
+    os.chmod(str(tmp_path), 0o755)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    empty.chmod(0o555)
+    return str(empty)
+
+
+def start_capped(daemon_factory, tmp_path, caps, **sections):
+    sections.setdefault("worker", {"user": "nobody", "group": "nogroup",
+                                   "chroot": empty_chroot(tmp_path)})
+    d = daemon_factory(start=False, **sections)
+    d.binary = capped(tmp_path, caps)
+    d.start()
+    return d
+
+
+def nice_of(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
+
+
+def uids_of(pid):
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return [int(x) for x in f.read().split("\nUid:")[1].split("\n")[0].split()]
+    except (OSError, IndexError):
+        return None
+
+
+def pooled_worker(d, uid):
+    """The pid of the one idle pooled worker, once it runs as uid (its drop
+    done: from then on only CAP_SYS_NICE lets the supervisor renice it)."""
+    deadline = time.monotonic() + sbx.SAFETY_NET
+    while True:
+        pids = d.worker_pids()
+        if len(pids) == 1 and uids_of(pids[0]) == [uid] * 4:
+            return pids[0]
+        assert time.monotonic() < deadline, (d.children(), d.stderr[-2000:])
+        time.sleep(0.02)
+
+
+def pooled_worker_nice(c, d, priority, uid):
+    """The nice value of the pooled worker once it runs a job at priority."""
+    pid = pooled_worker(d, uid)
+    i = start_looping(c, d, limits={"priority": priority})
+    assert pid in d.worker_pids(), (pid, d.children())
+    nice = nice_of(pid)
+    c.cancel(i)
+    assert c.wait(i).code == -32800
+    return nice
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="a root daemon's capabilities")
+def test_priority_applies_without_sys_nice(daemon_factory, tmp_path):
+    """Without CAP_SYS_NICE the supervisor cannot renice a worker of another
+    uid; the worker lowers its own priority when it takes its job, so each
+    priority still reaches it: nice +10, +5 and +0 over the daemon's."""
+    d = start_capped(daemon_factory, tmp_path, BASELINE, ceilings={"priority": "high"},
+                     daemon={"pool_size": 1})
+    c = d.client()
+    own = nice_of(d.pid)
+    nobody = pwd.getpwnam("nobody").pw_uid
+    nice = {p: pooled_worker_nice(c, d, p, nobody) for p in ("low", "normal", "high")}
+    assert nice == {"low": min(own + 10, 19), "normal": min(own + 5, 19), "high": own}, (nice, own)
+    assert "setpriority" not in d.stderr, d.stderr[-2000:]
