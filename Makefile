@@ -128,7 +128,7 @@ $(O)/tests/%: $(O)/obj/tests/unit/%.o $(LIB) | $(TEST_DEPS)
 # The meter (tests/tools/lua_meter.c): a chunk's instructions, charges and
 # peak heap measured with the stock liblua5.3 and the charge module only.
 METER_OBJS := $(O)/obj/tests/tools/lua_meter.o $(O)/obj/worker/charge.o \
-              $(O)/obj/worker/charge_match.o
+              $(O)/obj/worker/pattern.o
 $(O)/tests/lua_meter: $(METER_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -llua5.3 -lm
@@ -157,7 +157,7 @@ test-integration: all $(O)/tests/lua_meter $(TEST_DEPS)
 test-precision: all $(TEST_DEPS)
 	@mkdir -p $(O)/precision
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $(O)/precision/measure tests/precision/measure.c \
-	  tests/precision/charges.c worker/charge.c worker/charge_match.c \
+	  tests/precision/charges.c worker/charge.c worker/pattern.c \
 	  $(LDFLAGS) $(PKG_LIBS) -lm
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd PRECISION_MEASURE=$(CURDIR)/$(O)/precision/measure \
 	SANDBOXD_SANITIZE=$(SANITIZE) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/precision

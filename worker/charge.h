@@ -27,8 +27,17 @@
  *   table values  values a function moves within a table or reads from one
  *                 to build a string (a read and a write each, in C):
  *                 CHARGE_TABLE_VALUE each
- *   steps         pattern matcher steps (a character tried against an item,
- *                 a recursion): / CHARGE_MATCH_STEPS
+ *   steps         pattern matcher steps (pattern.c): / CHARGE_MATCH_STEPS.
+ *                 A step is an item of the pattern taken up at a position
+ *                 of the subject (a character, '.', a class or a set, with
+ *                 its repetition; '(', '()', ')', %b, %f, %1-%9, a final
+ *                 '$', and the end of the pattern; each start position
+ *                 tried takes up the first item); a character a '*', '+'
+ *                 or '-' item matches after its first; a character %b
+ *                 passes after its opening one; a byte of the pattern
+ *                 compiled (an item is compiled once a call, when first
+ *                 taken up).  Paid every 4096 steps, and at the step that
+ *                 takes the count past struct charge's room.
  *   sorting       table.sort of n values: n * ceil(log2 n) *
  *                 CHARGE_SORT_LEVEL, before it sorts
  *   conversions   os.date's conversions (strftime): CHARGE_DATE_CONVERSION
@@ -42,9 +51,13 @@
  * Per function (besides the strings it makes):
  *   string.byte        values: the results
  *   string.char        values: the arguments
- *   string.find, match, gmatch, gsub    steps; bytes of a plain search and
- *                      of the captures and replacements copied; each byte
- *                      of a replacement string, per match
+ *   string.find, match, gmatch, gsub    steps; bytes of a plain find (the
+ *                      pattern up to its first special character, the
+ *                      subject from init to the end of the match or of the
+ *                      subject), bytes a back-reference compares, bytes
+ *                      gsub copies into its result (the match, captures,
+ *                      replacement values, the subject after the last
+ *                      match); each byte of a replacement string, per match
  *   string.format      each byte of the format and of %q arguments; bytes
  *                      of the other string arguments, and of what a
  *                      __tostring gives for %s (it runs before format does,
@@ -80,7 +93,7 @@
  * This module depends on the Lua API only, never on the worker: a program
  * linked with the stock liblua5.3 applies the same charges to measure what
  * a chunk needs.  Measuring with stock Lua:
- *   1. struct charge c = {pay, ud}: pay(L, ud, n) is called with each charge
+ *   1. struct charge c = {pay, ud, NULL}: pay(L, ud, n) is called with each charge
  *      (the worker's raises the reductions limit; a meter adds n up);
  *   2. a lua_Alloc that adds charge_string(nsize - header - 1) for every
  *      block with ptr == NULL and osize == LUA_TSTRING (a new string), with
@@ -132,6 +145,11 @@ struct charge {
      * the work; it may raise (lua_error) to stop that work. */
     void (*pay)(lua_State *L, void *ud, uint64_t n);
     void  *ud;
+    /* Optional (NULL: no bound): the reductions that can still be paid
+     * before pay raises.  The pattern functions, which pay as they go, ask
+     * it after each payment so as to pay the step that crosses the budget
+     * (pattern.c). */
+    uint64_t (*room)(lua_State *L, void *ud);
 };
 
 /* The charge for a new string of len bytes. */
@@ -169,7 +187,7 @@ size_t charge_string_header(void);
  * the libraries are open and before anything else replaces them. */
 void charge_open(lua_State *L, struct charge *c);
 
-/* The pattern functions (charge_match.c), for charge_open: C closures with
+/* The pattern functions (pattern.c), for charge_open: C closures with
  * the struct charge as upvalue 1. */
 int charge_str_find(lua_State *L);
 int charge_str_match(lua_State *L);

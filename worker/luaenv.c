@@ -506,6 +506,19 @@ static void pay_charge(lua_State *L, void *ud, uint64_t n)
     luaenv_charge(L, n);
 }
 
+/* struct charge's room: the reductions left before a payment raises. */
+static uint64_t room_charge(lua_State *L, void *ud)
+{
+    struct luaenv *e = ud;
+
+    (void)L;
+    if (!e->charging || e->host || e->hook_period == 0)
+        return UINT64_MAX;
+    if (e->fatal != LUAENV_FATAL_NONE || (e->max_reductions != 0 && e->reductions >= e->max_reductions))
+        return 0;
+    return e->max_reductions != 0 ? e->max_reductions - e->reductions : UINT64_MAX;
+}
+
 void luaenv_finish(struct luaenv *e)
 {
     e->charging = 0;
@@ -753,6 +766,7 @@ struct luaenv *luaenv_new(void)
     e->string_cap = LUAENV_STRING_CAP_MAX;
     e->charge.pay = pay_charge;
     e->charge.ud = e;
+    e->charge.room = room_charge;
     e->L = lua_newstate(env_alloc, e);
     if (e->L == NULL)
         goto fail;

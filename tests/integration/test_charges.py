@@ -123,7 +123,7 @@ def test_short_coroutines_billed(client):
 
 
 def test_library_results_unchanged():
-    """The charging library functions (charge.c, charge_match.c) give the
+    """The charging library functions (charge.c, pattern.c) give the
     stock functions' results and error messages: the transcript of
     tests/tools/charge_same.lua (3000 generated patterns against find,
     match, gmatch and gsub, and every other charged function with ordinary,
@@ -212,3 +212,15 @@ def test_endless_charge_saturates(client):
     r = client.execute("table.move({}, 1, 1 << 62, 2) return 1", limits={"max_reductions": 1000})
     assert r.kind == "reductions_limit", r
     assert r.data["stats"]["reductions"] == (1 << 63) - 1, r
+
+
+@pytest.mark.parametrize("budget", [1000, 5000, 123457])
+def test_pattern_stops_within_a_step_of_the_budget(client, budget):
+    """Pattern matching pays at the step that crosses the budget (charge.h:
+    struct charge's room), not only every 4096 steps: an exponential pattern
+    ends one step past max_reductions, whatever the budget."""
+    code = ("local s = string.rep('a', 40) "
+            "return string.find(s, string.rep('a?', 40) .. string.rep('a', 40) .. 'b')")
+    r = client.execute(code, limits={"max_reductions": budget})
+    assert r.kind == "reductions_limit", r
+    assert r.data["stats"]["reductions"] == budget + 1, r

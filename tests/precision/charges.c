@@ -1,6 +1,6 @@
 /*
  * charges.c - library-work charges for the precision harness (charges.h):
- * sandboxd's own charge module (worker/charge.c, charge_match.c,
+ * sandboxd's own charge module (worker/charge.c, pattern.c,
  * which use the Lua API only), applied as worker/charge.h says a
  * program linked with the stock liblua5.3 applies them: the library
  * functions replaced by charging ones after the libraries are open, and
@@ -11,7 +11,7 @@
 #include "worker/charge.h"
 
 /* The rates are charge.h's; the measurement cache's key hashes charge.h,
- * charge.c and charge_match.c themselves (tests/precision/harness.py). */
+ * charge.c and pattern.c themselves (tests/precision/harness.py). */
 const char charges_rates[] = "worker/charge.h";
 
 static uint64_t *g_charged;

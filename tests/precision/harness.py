@@ -50,7 +50,7 @@ BUILD = os.path.join(REPO, "build", "precision")
 MEASURE = os.environ.get("PRECISION_MEASURE") or os.path.join(BUILD, "measure")
 HARNESS_SOURCES = ["measure.c", "charges.c", "charges.h"]
 # sandboxd's charge module, which charges.c links: its rates are part of the need.
-CHARGE_SOURCES = ["worker/charge.c", "worker/charge_match.c",
+CHARGE_SOURCES = ["worker/charge.c", "worker/pattern.c",
                   "worker/charge.h"]
 COMMITTED_CACHE = os.path.join(HERE, "needs.json")
 LOCAL_CACHE = os.path.join(BUILD, "needs.json")

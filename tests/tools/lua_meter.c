@@ -19,7 +19,7 @@
  * (and charges nothing, strings included; for comparing results).  --pause N sets the collector's pause
  * (stock: 200; sandboxd runs 100 under a heap cap, so its peak is lower).
  *
- * Everything here but charge.c and charge_match.c is stock Lua.
+ * Everything here but charge.c and pattern.c is stock Lua.
  */
 #include <lauxlib.h>
 #include <lua.h>
@@ -152,7 +152,7 @@ static void put_value(lua_State *L, int i)
 
 int main(int argc, char **argv)
 {
-    static struct charge c = {meter_pay, &M};
+    static struct charge c = {meter_pay, &M, NULL};
     int stock = 0, i = 1, status, top, pause = 0;
     const char *code = NULL, *file = NULL;
     lua_State *L;

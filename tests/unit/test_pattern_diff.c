@@ -1,0 +1,79 @@
+/* test_pattern_diff.c - the pattern functions (worker/pattern.c) against
+ * the stock string library: a fixed-seed pass of generated cases
+ * (pattern_diff.h), counting on and off.  PATTERN_DIFF_CASES overrides the
+ * count, PATTERN_DIFF_SEED the seed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tests/unit/pattern_diff.h"
+
+#define CASES 100000L
+#define SEED  0x5eed5eed2026ULL
+
+static void test_agrees_with_stock(void **state)
+{
+    struct pd d;
+    struct pd_src r = {NULL, 0, 0, SEED};
+    const char *env = getenv("PATTERN_DIFF_CASES");
+    long cases = env != NULL ? atol(env) : CASES;
+
+    (void)state;
+    if (getenv("PATTERN_DIFF_SEED") != NULL)
+        r.rng = strtoull(getenv("PATTERN_DIFF_SEED"), NULL, 0);
+    assert_int_equal(pd_open(&d), 0);
+    for (long i = 0; i < cases; i++) {
+        if (pd_case(&d, &r) != 0 && d.failed <= 5)
+            pd_report(&d, stdout);
+    }
+    printf("pattern differential: %ld cases, %ld passed, %ld failed (seed %#llx)\n",
+           d.cases, d.cases - d.failed, d.failed, (unsigned long long)SEED);
+    assert_true(d.paid > 0);            /* counting on charged its steps */
+    pd_close(&d);
+    assert_int_equal(d.failed, 0);
+}
+
+/* The generator reaches what it is for: matches, captures, each error. */
+static void test_cases_reach_every_outcome(void **state)
+{
+    static const char *const want[] = {
+        "malformed pattern (ends with '%')", "malformed pattern (missing ']')",
+        "missing '[' after '%f' in pattern", "malformed pattern (missing arguments to '%b')",
+        "invalid capture index %", "invalid pattern capture", "unfinished capture",
+        "too many captures", "pattern too complex", "invalid use of '%' in replacement string",
+        "invalid replacement value (a table)", "string/function/table expected",
+        "number has no integer representation", "ok 2|s", "ok 4|integer:",
+    };
+    int seen[sizeof want / sizeof want[0]] = {0};
+    struct pd d;
+    struct pd_src r = {NULL, 0, 0, SEED};
+
+    (void)state;
+    assert_int_equal(pd_open(&d), 0);
+    for (long i = 0; i < 20000; i++) {
+        pd_case(&d, &r);
+        for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+            seen[k] += strstr(d.got[0], want[k]) != NULL;
+    }
+    pd_close(&d);
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        if (seen[k] == 0)
+            printf("never seen: %s\n", want[k]);
+        assert_int_not_equal(seen[k], 0);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_agrees_with_stock),
+        cmocka_unit_test(test_cases_reach_every_outcome),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
