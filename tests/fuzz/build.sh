@@ -11,7 +11,7 @@ fi
 
 CC=${CC:-clang}
 OUT=build/fuzz
-TARGETS_ALL="fuzz_ndjson_rpc fuzz_chan fuzz_codec fuzz_bindings fuzz_limits fuzz_jsonpass fuzz_tools"
+TARGETS_ALL="fuzz_ndjson_rpc fuzz_chan fuzz_codec fuzz_bindings fuzz_limits fuzz_jsonpass fuzz_tools fuzz_pattern"
 TARGETS=${*:-$TARGETS_ALL}
 
 PKG_CFLAGS=$(pkg-config --cflags lua5.3 jansson)
@@ -33,6 +33,7 @@ srcs_for() {
     fuzz_bindings)   echo "proto/utf8.c proto/bindings.c worker/bindings_lua.c" ;;
     fuzz_limits)     echo "policy/limits.c" ;;
     fuzz_tools)      echo "proto/tools.c proto/jsonrpc.c proto/jsonpass.c proto/utf8.c" ;;
+    fuzz_pattern)    echo "worker/pattern.c" ;;
     *) echo "build.sh: unknown target $1" >&2; exit 2 ;;
     esac
 }

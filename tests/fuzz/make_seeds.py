@@ -124,3 +124,8 @@ TOOLS = {
 }
 for name, text in TOOLS.items():
     write("fuzz_tools", name, text)
+
+# ---- fuzz_pattern: byte 0 even: generator choices; odd: a raw case
+write("fuzz_pattern", "generated", b"\x00abcdefghijklmnop")
+write("fuzz_pattern", "raw-gsub", b"\x01\x03\x05aab(a+)b\xff%1-")
+write("fuzz_pattern", "raw-find", b"\x01\x04\x06a(b)c%b()\xff")

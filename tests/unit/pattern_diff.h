@@ -519,25 +519,21 @@ static int pd_args(struct pd *d, struct pd_src *r, int fn, size_t *dn)
     return nargs;
 }
 
-/* Run one generated case through stock and through ours (counting on and
- * off); 0 when all three agree. */
-static int pd_case(struct pd *d, struct pd_src *r)
+static const char *const pd_fns[] = {"find", "match", "gmatch", "gsub"};
+
+/* Call function fn (0 find, 1 match, 2 gmatch, 3 gsub) of stock and of ours
+ * (counting on and off) with the nargs values above base; pops them.  0
+ * when the three answers agree; the answers are in d->got either way. */
+static int pd_compare(struct pd *d, int fn, int base, int nargs)
 {
-    static const char *const fns[] = {"find", "match", "gmatch", "gsub"};
     static const char *const owners[] = {"string", "mine_on", "mine_off"};
     lua_State *L = d->L;
-    int fn = (int)pd_pick(r, 4), nargs, base = lua_gettop(L);
-    size_t dn = 0;
 
-    pd_desc(d, &dn, fns[fn]);
-    pd_desc(d, &dn, "(");
-    nargs = pd_args(d, r, fn, &dn);
-    pd_desc(d, &dn, ")");
     for (int w = 0; w < 3; w++) {
         lua_rawgeti(L, LUA_REGISTRYINDEX, d->run);
         lua_pushboolean(L, fn == 2);
         lua_getglobal(L, owners[w]);
-        lua_getfield(L, -1, fns[fn]);
+        lua_getfield(L, -1, pd_fns[fn]);
         lua_remove(L, -2);
         for (int i = 1; i <= nargs; i++)
             lua_pushvalue(L, base + i);
@@ -560,6 +556,69 @@ static int pd_case(struct pd *d, struct pd_src *r)
     lua_settop(L, base);
     d->failed++;
     return -1;
+}
+
+/* Run one generated case; 0 when all three agree. */
+static int pd_case(struct pd *d, struct pd_src *r)
+{
+    int fn = (int)pd_pick(r, 4), nargs, base = lua_gettop(d->L);
+    size_t dn = 0;
+
+    pd_desc(d, &dn, pd_fns[fn]);
+    pd_desc(d, &dn, "(");
+    nargs = pd_args(d, r, fn, &dn);
+    pd_desc(d, &dn, ")");
+    return pd_compare(d, fn, base, nargs);
+}
+
+/* Run a case of raw bytes: data[0] the function and the arguments' kinds,
+ * data[1] the subject's length, then the subject, the pattern up to the
+ * next 0xff byte, and a gsub replacement string (the rest); 0 when all
+ * three agree. */
+static int pd_raw(struct pd *d, const uint8_t *data, size_t size)
+{
+    lua_State *L = d->L;
+    int base = lua_gettop(L), nargs = 2, fn;
+    size_t ls, lp, dn = 0;
+    const uint8_t *p, *stop;
+    unsigned k;
+
+    if (size < 2)
+        return 0;
+    k = data[0];
+    fn = (int)(k & 3);
+    ls = data[1] < size - 2 ? data[1] : size - 2;
+    p = data + 2 + ls;
+    stop = memchr(p, 0xff, size - 2 - ls);
+    lp = stop != NULL ? (size_t)(stop - p) : size - 2 - ls;
+    pd_desc(d, &dn, pd_fns[fn]);
+    pd_desc(d, &dn, "(");
+    lua_pushlstring(L, (const char *)data + 2, ls);
+    pd_desc_str(d, &dn, (const char *)data + 2, ls);
+    lua_pushlstring(L, (const char *)p, lp);
+    pd_desc_str(d, &dn, (const char *)p, lp);
+    if (fn <= 1 && (k & 4)) {
+        lua_pushinteger(L, (lua_Integer)(int8_t)(k & 0xf8) / 8);
+        nargs++;
+        if (fn == 0) {
+            lua_pushboolean(L, (k & 0x80) != 0);
+            nargs++;
+        }
+    } else if (fn == 3) {
+        const char *rest = stop != NULL ? (const char *)stop + 1 : "";
+        size_t lr = stop != NULL ? size - (size_t)(stop + 1 - data) : 0;
+
+        if (k & 4) {
+            lua_rawgeti(L, LUA_REGISTRYINDEX, d->values);
+            lua_rawgeti(L, -1, 1 + (int)((k >> 3) % 19));
+            lua_remove(L, -2);
+        } else {
+            lua_pushlstring(L, rest, lr);
+        }
+        nargs++;
+    }
+    pd_desc(d, &dn, "...)");
+    return pd_compare(d, fn, base, nargs);
 }
 
 static void pd_report(const struct pd *d, FILE *f)

@@ -38,6 +38,32 @@ static void test_agrees_with_stock(void **state)
     assert_int_equal(d.failed, 0);
 }
 
+/* Raw bytes as subject, pattern and replacement (what the fuzz target's odd
+ * inputs are): 20,000 cases from the same seed. */
+static void test_raw_bytes_agree(void **state)
+{
+    struct pd d;
+    struct pd_src r = {NULL, 0, 0, SEED};
+    uint8_t buf[48];
+
+    (void)state;
+    assert_int_equal(pd_open(&d), 0);
+    for (long i = 0; i < 20000; i++) {
+        size_t n = 2 + pd_pick(&r, sizeof buf - 2);
+
+        for (size_t j = 0; j < n; j++)
+            buf[j] = (uint8_t)("ab()%[]^$.*+-?1fb\xff"[pd_pick(&r, 20)] ^ (pd_pick(&r, 16) == 0 ? pd_pick(&r, 256) : 0));
+        buf[0] = (uint8_t)pd_pick(&r, 256);
+        buf[1] = (uint8_t)pd_pick(&r, 16);
+        if (pd_raw(&d, buf, n) != 0 && d.failed <= 5)
+            pd_report(&d, stdout);
+    }
+    printf("pattern differential, raw bytes: %ld cases, %ld passed, %ld failed\n",
+           d.cases, d.cases - d.failed, d.failed);
+    pd_close(&d);
+    assert_int_equal(d.failed, 0);
+}
+
 /* The generator reaches what it is for: matches, captures, each error. */
 static void test_cases_reach_every_outcome(void **state)
 {
@@ -72,6 +98,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agrees_with_stock),
+        cmocka_unit_test(test_raw_bytes_agree),
         cmocka_unit_test(test_cases_reach_every_outcome),
     };
 
