@@ -112,7 +112,7 @@ struct matcher {
     struct item    *items;
     set256         *sets;
     size_t          nitems, cap_items, nsets, cap_sets;
-    int             items_slot, sets_slot;  /* stack slots for their userdata */
+    int             items_slot, sets_slot;  /* stack slots of their userdata, or 0 */
     int             c_level;                /* captures before the next item */
     unsigned char   c_open[CAPTURES_MAX];   /* ... and which are not closed */
     int             level, depth;           /* the match being tried */
@@ -138,7 +138,7 @@ static void set_limit(struct matcher *m)
 }
 
 /* Pay the whole steps counted (may raise). */
-static void pay(struct matcher *m)
+static void settle(struct matcher *m)
 {
     uint64_t units = m->steps / CHARGE_MATCH_STEPS;
 
@@ -146,6 +146,12 @@ static void pay(struct matcher *m)
     if (MUTANT(MATCH_STEPS))
         units = 0;                      /* mutant: matching is free */
     charge_pay(m->L, m->charge, units);
+}
+
+/* The same, with more to match: then the next limit. */
+static void pay(struct matcher *m)
+{
+    settle(m);
     set_limit(m);
 }
 
@@ -253,10 +259,12 @@ static const uint32_t *set_of(const struct matcher *m, uint32_t i)
 
 /* ---- compiling ---- */
 
-/* Room for one more item or set: the C stack's arrays, then a userdata in
- * the reserved slot, twice as large each time (the push and the replace
- * leave the stack as it was, so a luaL_Buffer in use is undisturbed). */
-static void *grow(struct matcher *m, void *old, size_t n, size_t *cap, size_t size, int slot)
+/* Room for one more item or set: the C stack's arrays, then a userdata
+ * twice as large each time, kept in *slot: a slot reserved before a
+ * luaL_Buffer was started (the push and the replace leave the stack as it
+ * was, so the buffer is undisturbed), or, when *slot is 0, the top of the
+ * stack, where it stays (the functions return the values above it). */
+static void *grow(struct matcher *m, void *old, size_t n, size_t *cap, size_t size, int *slot)
 {
     void *nu;
 
@@ -264,20 +272,23 @@ static void *grow(struct matcher *m, void *old, size_t n, size_t *cap, size_t si
         return old;
     nu = lua_newuserdata(m->L, *cap * 2 * size);
     memcpy(nu, old, n * size);
-    lua_replace(m->L, slot);
+    if (*slot != 0)
+        lua_replace(m->L, *slot);
+    else
+        *slot = lua_gettop(m->L);
     *cap *= 2;
     return nu;
 }
 
 static void add_item(struct matcher *m, struct item it)
 {
-    m->items = grow(m, m->items, m->nitems, &m->cap_items, sizeof *m->items, m->items_slot);
+    m->items = grow(m, m->items, m->nitems, &m->cap_items, sizeof *m->items, &m->items_slot);
     m->items[m->nitems++] = it;
 }
 
 static uint32_t add_set(struct matcher *m, const char *q, const char *close)
 {
-    m->sets = grow(m, m->sets, m->nsets, &m->cap_sets, sizeof *m->sets, m->sets_slot);
+    m->sets = grow(m, m->sets, m->nsets, &m->cap_sets, sizeof *m->sets, &m->sets_slot);
     set_build(m->sets[m->nsets], q, close);
     return (uint32_t)(NCLASSES + m->nsets++);
 }
@@ -469,12 +480,53 @@ static size_t run_of(const struct matcher *m, const struct item *it, const char 
 
 static const char *walk(struct matcher *m, const char *s, size_t k);
 
+/* 1 when taking up item k at s is sure to fail at once: a compiled
+ * single-character item that must match one character (no repetition, or
+ * '+') where none fits.  A caller that skips the try charges its step. */
+static inline int fails_at(const struct matcher *m, const char *s, size_t k)
+{
+    const struct item *it = &m->items[k];
+
+    if (k >= m->nitems || it->kind > K_SET || (it->rep != 0 && it->rep != '+'))
+        return 0;
+    return s == m->end || !fits(m, it, uc(*s));
+}
+
+/* From at on, the first position where the first item may match (the end
+ * at the latest): the positions passed are tries that would fail at once,
+ * charged a step each. */
+static const char *next_start(struct matcher *m, const char *at)
+{
+    const char *p = at, *end = m->end;
+    const struct item *it = &m->items[0];
+
+    if (m->nitems == 0 || it->kind == K_ANY || it->kind > K_SET || (it->rep != 0 && it->rep != '+'))
+        return at;
+    if (it->kind == K_CHAR) {
+        p = memchr(at, it->a, (size_t)(end - at));
+        if (p == NULL)
+            p = end;
+    } else {
+        const uint32_t *set = set_of(m, it->set);
+
+        while (p < end && !in_set(set, uc(*p)))
+            p++;
+    }
+    tick(m, (uint64_t)(p - at));
+    return p;
+}
+
 /* Item k repeated at most (from s on, the longest run first): where the
  * rest of the pattern, from item k + 1, matches after it, or NULL. */
 static const char *longest(struct matcher *m, const char *s, size_t k, size_t run)
 {
     for (;;) {
-        const char *r = walk(m, s + run, k + 1);
+        const char *r = NULL;
+
+        if (m->depth < DEPTH_MAX && fails_at(m, s + run, k + 1))
+            tick(m, 1);                 /* the step of the try it spares */
+        else
+            r = walk(m, s + run, k + 1);
 
         if (r != NULL || run == 0)
             return r;
@@ -486,7 +538,12 @@ static const char *longest(struct matcher *m, const char *s, size_t k, size_t ru
 static const char *shortest(struct matcher *m, const char *s, size_t k)
 {
     for (int first = 1;; first = 0) {
-        const char *r = walk(m, s, k + 1);
+        const char *r = NULL;
+
+        if (m->depth < DEPTH_MAX && fails_at(m, s, k + 1))
+            tick(m, 1);                 /* the step of the try it spares */
+        else
+            r = walk(m, s, k + 1);
 
         if (r != NULL)
             return r;
@@ -650,10 +707,12 @@ done:
 /* ---- the library functions ---- */
 
 /* Set m up to match the pattern p..pe in the subject s (ls bytes), in a C
- * function whose upvalue 1 is the struct charge.  Pushes two values: the
- * slots where the items go once they outgrow the C stack. */
+ * function whose upvalue 1 is the struct charge.  With reserve, pushes two
+ * values: the slots where the items go once they outgrow the C stack (for
+ * a caller that starts a luaL_Buffer); without, they go on top when they
+ * do. */
 static void start(struct matcher *m, lua_State *L, const char *s, size_t ls,
-                  const char *p, const char *pe)
+                  const char *p, const char *pe, int reserve)
 {
     m->L = L;
     m->charge = lua_touserdata(L, lua_upvalueindex(1));
@@ -667,10 +726,13 @@ static void start(struct matcher *m, lua_State *L, const char *s, size_t ls,
     m->sets = m->sets_here;
     m->cap_sets = SETS_HERE;
     m->nsets = 0;
-    lua_pushnil(L);
-    m->items_slot = lua_gettop(L);
-    lua_pushnil(L);
-    m->sets_slot = lua_gettop(L);
+    m->items_slot = m->sets_slot = 0;
+    if (reserve) {
+        lua_pushnil(L);
+        m->items_slot = lua_gettop(L);
+        lua_pushnil(L);
+        m->sets_slot = lua_gettop(L);
+    }
     m->c_level = 0;
     m->steps = 0;
     m->bytes = 0;
@@ -777,14 +839,18 @@ static int find_aux(lua_State *L, int find)
         return 2;
     }
     anchor = lp > 0 && *p == '^';
-    start(&m, L, s, ls, p + anchor, p + lp);
+    start(&m, L, s, ls, p + anchor, p + lp, 0);
     scanned(&m, special);
     at = s + off;
     do {
-        const char *e = try_at(&m, at);
+        const char *e;
+
+        if (!anchor)
+            at = next_start(&m, at);
+        e = try_at(&m, at);
 
         if (e != NULL) {
-            pay(&m);
+            settle(&m);
             if (!find)
                 return push_captures(&m, at, e, 1);
             lua_pushinteger(L, (lua_Integer)(at - s) + 1);
@@ -792,7 +858,7 @@ static int find_aux(lua_State *L, int find)
             return push_captures(&m, NULL, NULL, 0) + 2;
         }
     } while (at++ < m.end && !anchor);
-    pay(&m);
+    settle(&m);
     lua_pushnil(L);
     return 1;
 }
@@ -823,17 +889,20 @@ static int gmatch_next(lua_State *L)
     struct gmatch *g = lua_touserdata(L, lua_upvalueindex(4));
     struct matcher m;
 
-    start(&m, L, s, ls, p, p + lp);
+    start(&m, L, s, ls, p, p + lp, 0);
     for (const char *at = s + g->pos; at <= m.end; at++) {
-        const char *e = try_at(&m, at);
+        const char *e;
+
+        at = next_start(&m, at);
+        e = try_at(&m, at);
 
         if (e != NULL && (size_t)(e - s) != g->last) {
             g->pos = g->last = (size_t)(e - s);
-            pay(&m);
+            settle(&m);
             return push_captures(&m, at, e, 1);
         }
     }
-    pay(&m);
+    settle(&m);
     return 0;
 }
 
@@ -953,10 +1022,18 @@ int charge_str_gsub(lua_State *L)
 
     luaL_argcheck(L, tr == LUA_TNUMBER || tr == LUA_TSTRING || tr == LUA_TFUNCTION ||
                   tr == LUA_TTABLE, 3, "string/function/table expected");
-    start(&m, L, s, ls, p + anchor, p + lp);
+    start(&m, L, s, ls, p + anchor, p + lp, 1);
     luaL_buffinit(L, &b);
     while (n < max) {
-        const char *e = try_at(&m, at);
+        const char *e;
+
+        if (!anchor) {
+            const char *from = at;
+
+            at = next_start(&m, at);
+            luaL_addlstring(&b, from, (size_t)(at - from));
+        }
+        e = try_at(&m, at);
 
         if (e != NULL && e != last) {
             n++;
@@ -972,7 +1049,7 @@ int charge_str_gsub(lua_State *L)
     }
     scanned(&m, (size_t)(m.end - at));
     luaL_addlstring(&b, at, (size_t)(m.end - at));
-    pay(&m);
+    settle(&m);
     luaL_pushresult(&b);
     lua_pushinteger(L, n);
     return 2;
