@@ -717,12 +717,6 @@ void exec_detach_all(struct conn *c)
         exec_event(list_entry(pos, struct exec, conn_node), XE_DISCONNECT, NULL);
 }
 
-void exec_drop(struct exec *e)
-{
-    answer_log(e, "busy", NULL, NULL);
-    exec_free(e);
-}
-
 /* Used at shutdown: answer everything still open. */
 void exec_abort(struct exec *e, const char *why)
 {

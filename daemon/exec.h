@@ -172,17 +172,15 @@ int exec_tool_response(struct conn *c, const json_t *id, const json_t *result,
 int exec_set_job_bindings(struct exec *e, struct jp_span raw);
 /* The connection is going away: detach and kill every execution of c. */
 void exec_detach_all(struct conn *c);
-/* Free an execution that never left QUEUED and was never queued (answered
- * busy by the caller); logs its line with outcome=busy. */
-void exec_drop(struct exec *e);
 /* Answer an execution that has no worker yet (QUEUED, never queued, or
  * STARTING) with internal_error "workers cannot be started: why",
  * data.reason "workers cannot be started" and data.retry_after_ms (when the
  * daemon tries again); it leaves the scheduler's lists and is freed. */
 void exec_no_worker(struct exec *e, const char *why, double retry_s);
 /* Answer an execution that was never queued with error `kind` (data stolen,
- * may be NULL; output and output_truncated are added), log its outcome and
- * free it: the daemon is stopping, or workers cannot be started. */
+ * may be NULL; output and output_truncated are added), log its outcome as
+ * `kind` and free it: the daemon is stopping (cancelled), the queue is full
+ * (busy), its job could not be built (internal_error, out of memory). */
 void exec_refuse(struct exec *e, const char *kind, json_t *data, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Answer an open execution with `cancelled` (shutdown). */

@@ -27,19 +27,74 @@
 #include "proto/jsonrpc.h"
 #include "proto/mutant.h"
 
+static void m_execute(struct conn *c, const struct rpc_msg *m);
+static void m_check(struct conn *c, const struct rpc_msg *m);
+static void m_binding_names(struct conn *c, const struct rpc_msg *m);
+static void m_prompt_info(struct conn *c, const struct rpc_msg *m);
+static void m_ping(struct conn *c, const struct rpc_msg *m);
+static void m_describe(struct conn *c, const struct rpc_msg *m);
+static void m_metrics(struct conn *c, const struct rpc_msg *m);
+
+/* What the table checks before a row's handler runs, in this order. */
+enum {
+    MF_OBJECT  = 1 << 0,    /* params, when present, is an object: else invalid_params */
+    MF_FRESH   = 1 << 1,    /* no execution of this connection runs under the request's
+                             * id: else invalid_request */
+};
+
+/* Every method a client may call, in describe's order.  A row's session
+ * handler, when it has one, takes the request instead when params.session
+ * is there and not null (an execute in a session). */
+static const struct method {
+    const char *name;
+    unsigned    flags;
+    void      (*handler)(struct conn *, const struct rpc_msg *);
+    void      (*session)(struct conn *, const struct rpc_msg *);
+} methods[] = {
+    { "execute",          MF_OBJECT | MF_FRESH, m_execute,           session_chunk },
+    { "check",            MF_OBJECT | MF_FRESH, m_check,             NULL },
+    { "binding_names",    0,                    m_binding_names,     NULL },
+    { "prompt_info",      0,                    m_prompt_info,       NULL },
+    { "ping",             0,                    m_ping,              NULL },
+    { "describe",         0,                    m_describe,          NULL },
+    { "metrics",          0,                    m_metrics,           NULL },
+    { "session/open",     MF_OBJECT | MF_FRESH, m_session_open,      NULL },
+    { "session/snapshot", MF_OBJECT | MF_FRESH, m_session_snapshot,  NULL },
+    { "session/close",    MF_OBJECT,            m_session_close,     NULL },
+};
+
+static json_t *method_names_new(void)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; a && i < sizeof methods / sizeof methods[0]; i++)
+        if (json_array_append_new(a, json_string(methods[i].name)) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
 /* execute and check: one job in a fresh worker. */
 static void m_run(struct conn *c, const struct rpc_msg *m, enum exec_op op)
 {
     struct req_params p;
     struct exec *e;
-    int rc = params_parse(c, m, op, &p);
 
-    if (rc == 1)
-        session_chunk(c, m, p.code);
-    if (rc != 0 || !(e = params_exec(c, m, op, &p)))
+    if (params_parse(c, m, op, &p) != 0 || !(e = params_exec(c, m, op, &p)))
         return;
     e->stream = p.stream;
     sched_submit(e);
+}
+
+static void m_execute(struct conn *c, const struct rpc_msg *m)
+{
+    m_run(c, m, OP_EXECUTE);
+}
+
+static void m_check(struct conn *c, const struct rpc_msg *m)
+{
+    m_run(c, m, OP_CHECK);
 }
 
 /* The names of large bindings as NAMES_TEXT's mutant finds them: from a
@@ -179,12 +234,11 @@ static int health_put(const struct sup *s, json_t *state)
 
 static json_t *describe_new(const struct sup *s)
 {
-    json_t *d = json_pack("{s:s,s:s,s:i,s:s,s:[sssssss],s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o,s:I}}",
+    json_t *d = json_pack("{s:s,s:s,s:i,s:s,s:o,s:o,s:o,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:o,s:I}}",
                      "name", "sandboxd", "version", SANDBOXD_VERSION,
                      "protocol_version", SANDBOXD_PROTOCOL,
                      "protocol", SANDBOXD_PROTOCOL_VERSION,
-                     "methods", "execute", "check", "binding_names", "prompt_info", "ping", "describe",
-                     "metrics",
+                     "methods", method_names_new(),
                      "defaults", limits_to_json(&s->cfg.defaults),
                      "maximums", limits_to_json(&s->cfg.ceilings),
                      "daemon",
@@ -207,10 +261,7 @@ static json_t *describe_new(const struct sup *s)
     if (!d)
         return NULL;
     /* 1.1: sessions (docs/protocol.md §3.8) */
-    if (json_array_append_new(json_object_get(d, "methods"), json_string("session/open")) < 0 ||
-        json_array_append_new(json_object_get(d, "methods"), json_string("session/snapshot")) < 0 ||
-        json_array_append_new(json_object_get(d, "methods"), json_string("session/close")) < 0 ||
-        json_object_set_new(json_object_get(d, "daemon"), "max_sessions",
+    if (json_object_set_new(json_object_get(d, "daemon"), "max_sessions",
                             json_integer((json_int_t)s->cfg.max_sessions)) < 0 ||
         json_object_set_new(json_object_get(d, "daemon"), "session_idle_timeout_ms",
                             json_integer((json_int_t)s->cfg.session_idle_timeout_ms)) < 0 ||
@@ -261,44 +312,11 @@ static int id_bounded(const json_t *id)
     return !json_is_string(id) || json_string_length(id) <= RPC_ID_MAX;
 }
 
-void methods_request(struct conn *c, const struct rpc_msg *m)
+/* The methods answered at once: a result, or NULL when out of memory. */
+static void answer_now(struct conn *c, const struct rpc_msg *m, json_t *result)
 {
-    const char *name = m->method;
-    json_t *result = NULL, *reply;
+    json_t *reply;
 
-    if (!id_bounded(m->id)) {
-        conn_send_error(c, m->id, "invalid_params", json_pack("{s:i}", "max_id_bytes", RPC_ID_MAX),
-                        "the request id is %zu bytes long; a string id may have at most %d",
-                        json_string_length(m->id), RPC_ID_MAX);
-        return;
-    }
-
-    if (strcmp(name, "execute") == 0) {
-        m_run(c, m, OP_EXECUTE);
-        return;
-    }
-    if (strcmp(name, "check") == 0) {
-        m_run(c, m, OP_CHECK);
-        return;
-    }
-    if (strcmp(name, "binding_names") == 0) {
-        m_binding_names(c, m);
-        return;
-    }
-    if (session_request(c, m))
-        return;
-    if (strcmp(name, "prompt_info") == 0)
-        result = prompt_info_new(json_is_true(json_object_get(m->params, "session")));
-    else if (strcmp(name, "ping") == 0)
-        result = json_object();
-    else if (strcmp(name, "describe") == 0)
-        result = describe_new(c->sup);
-    else if (strcmp(name, "metrics") == 0)
-        result = metrics_new(c->sup);
-    else {
-        conn_send_error(c, m->id, "method_not_found", NULL, "method '%.64s' not found", name);
-        return;
-    }
     if (!result) {
         conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
         return;
@@ -306,6 +324,60 @@ void methods_request(struct conn *c, const struct rpc_msg *m)
     reply = rpc_result_new(m->id, result);
     conn_send(c, reply);
     json_decref(reply);
+}
+
+static void m_prompt_info(struct conn *c, const struct rpc_msg *m)
+{
+    answer_now(c, m, prompt_info_new(json_is_true(json_object_get(m->params, "session"))));
+}
+
+static void m_ping(struct conn *c, const struct rpc_msg *m)
+{
+    answer_now(c, m, json_object());
+}
+
+static void m_describe(struct conn *c, const struct rpc_msg *m)
+{
+    answer_now(c, m, describe_new(c->sup));
+}
+
+static void m_metrics(struct conn *c, const struct rpc_msg *m)
+{
+    answer_now(c, m, metrics_new(c->sup));
+}
+
+void methods_request(struct conn *c, const struct rpc_msg *m)
+{
+    const struct method *t = NULL;
+    const json_t *sid;
+
+    if (!id_bounded(m->id)) {
+        conn_send_error(c, m->id, "invalid_params", json_pack("{s:i}", "max_id_bytes", RPC_ID_MAX),
+                        "the request id is %zu bytes long; a string id may have at most %d",
+                        json_string_length(m->id), RPC_ID_MAX);
+        return;
+    }
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+        if (strcmp(m->method, methods[i].name) == 0)
+            t = &methods[i];
+    if (!t) {
+        conn_send_error(c, m->id, "method_not_found", NULL, "method '%.64s' not found", m->method);
+        return;
+    }
+    if ((t->flags & MF_OBJECT) && m->params && !json_is_object(m->params)) {
+        conn_send_error(c, m->id, "invalid_params", NULL, "params must be an object");
+        return;
+    }
+    if ((t->flags & MF_FRESH) && exec_find(c, m->id)) {
+        conn_send_error(c, m->id, "invalid_request", NULL,
+                        "a request with this id is still running on this connection");
+        return;
+    }
+    sid = json_object_get(m->params, "session");
+    if (t->session && sid && !json_is_null(sid))
+        t->session(c, m);
+    else
+        t->handler(c, m);
 }
 
 void methods_notification(struct conn *c, const struct rpc_msg *m)

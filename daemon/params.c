@@ -48,15 +48,14 @@ json_t *params_job_limits(const struct sup *s, const struct limits *l)
                      "nice", priority_nice(l->priority, s->nice));
 }
 
-/* params.code of execute and check: a string within max_code_bytes. */
-static int parse_code(struct conn *c, const struct rpc_msg *m, struct req_params *p)
+int params_code(struct conn *c, const struct rpc_msg *m, const json_t **code)
 {
-    p->code = json_object_get(m->params, "code");
-    if (!json_is_string(p->code)) {
+    *code = json_object_get(m->params, "code");
+    if (!json_is_string(*code)) {
         conn_send_error(c, m->id, "invalid_params", NULL, "params.code must be a string");
         return -1;
     }
-    if (json_string_length(p->code) > c->sup->cfg.max_code_bytes) {
+    if (json_string_length(*code) > c->sup->cfg.max_code_bytes) {
         conn_send_error(c, m->id, "code_too_large", NULL,
                         "code exceeds maximum size of %zu bytes", c->sup->cfg.max_code_bytes);
         return -1;
@@ -113,24 +112,12 @@ int params_parse(struct conn *c, const struct rpc_msg *m, enum exec_op op, struc
 {
     struct sup *s = c->sup;
     const json_t *stream = json_object_get(m->params, "stream_output");
-    const json_t *sid = json_object_get(m->params, "session");
     char err[256];
     int rc;
 
     *p = (struct req_params){ 0 };
-    if (m->params && !json_is_object(m->params)) {
-        conn_send_error(c, m->id, "invalid_params", NULL, "params must be an object");
+    if (op == OP_SESSION ? parse_idle(c, m, p) < 0 : params_code(c, m, &p->code) < 0)
         return -1;
-    }
-    if (op == OP_SESSION ? parse_idle(c, m, p) < 0 : parse_code(c, m, p) < 0)
-        return -1;
-    if (exec_find(c, m->id)) {
-        conn_send_error(c, m->id, "invalid_request", NULL,
-                        "a request with this id is still running on this connection");
-        return -1;
-    }
-    if (op == OP_EXECUTE && sid && !json_is_null(sid))
-        return 1;
     if (!(p->tools = tools_norm(json_object_get(m->params, "tools"), &p->index, err,
                                 sizeof err))) {
         conn_send_error(c, m->id, "invalid_params", NULL, "%s", err);
@@ -193,8 +180,7 @@ struct exec *params_exec(struct conn *c, const struct rpc_msg *m, enum exec_op o
     /* large bindings pass through as the client sent them (the worker
      * validates them; they are not re-encoded, so they cannot grow) */
     if (op != OP_CHECK && m->raw_bindings.p && exec_set_job_bindings(e, m->raw_bindings) < 0) {
-        conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
-        exec_drop(e);
+        exec_refuse(e, "internal_error", NULL, "out of memory");
         return NULL;
     }
     return e;

@@ -549,10 +549,8 @@ void sched_submit(struct exec *e)
         return;
     }
     if (s->queued >= s->cfg.max_queue) {
-        conn_send_error(e->conn, e->req_id, "busy", NULL,
-                        "all %u workers are busy and %u executions are queued",
-                        s->cfg.max_workers, s->queued);
-        exec_drop(e);
+        exec_refuse(e, "busy", NULL, "all %u workers are busy and %u executions are queued",
+                    s->cfg.max_workers, s->queued);
         return;
     }
     rr_enqueue(e);

@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <string.h>
 
 #include "daemon/conn.h"
 #include "daemon/exec.h"
@@ -60,10 +59,10 @@ static void session_job(struct conn *c, const struct rpc_msg *m, struct exec *e,
 }
 
 /* execute with params.session: one chunk in that session's Lua state. */
-void session_chunk(struct conn *c, const struct rpc_msg *m, const json_t *code)
+void session_chunk(struct conn *c, const struct rpc_msg *m)
 {
     struct sup *s = c->sup;
-    const json_t *p = m->params, *v;
+    const json_t *p = m->params, *v, *code;
     const json_t *stream = json_object_get(p, "stream_output");
     const json_t *rb = json_object_get(p, "return_bindings");
     struct limits lim;
@@ -71,6 +70,8 @@ void session_chunk(struct conn *c, const struct rpc_msg *m, const json_t *code)
     char err[256];
     int rc;
 
+    if (params_code(c, m, &code) < 0)
+        return;
     if (((v = json_object_get(p, "tools")) && !json_is_null(v)) ||
         ((v = json_object_get(p, "bindings")) && !json_is_null(v))) {
         conn_send_error(c, m->id, "invalid_params", NULL,
@@ -133,8 +134,7 @@ static unsigned session_share(const struct sup *s)
     return s->cfg.max_sessions_per_connection;
 }
 
-
-static void m_session_open(struct conn *c, const struct rpc_msg *m)
+void m_session_open(struct conn *c, const struct rpc_msg *m)
 {
     struct sup *s = c->sup;
     struct req_params p;
@@ -166,19 +166,10 @@ static void m_session_open(struct conn *c, const struct rpc_msg *m)
     sched_submit(e);
 }
 
-static void m_session_snapshot(struct conn *c, const struct rpc_msg *m)
+void m_session_snapshot(struct conn *c, const struct rpc_msg *m)
 {
     struct exec *e;
 
-    if (m->params && !json_is_object(m->params)) {
-        conn_send_error(c, m->id, "invalid_params", NULL, "params must be an object");
-        return;
-    }
-    if (exec_find(c, m->id)) {
-        conn_send_error(c, m->id, "invalid_request", NULL,
-                        "a request with this id is still running on this connection");
-        return;
-    }
     if (!(e = find_session(c, m)))
         return;
     session_job(c, m, e, json_pack("{s:s,s:o}", "op", "snapshot", "limits",
@@ -186,30 +177,13 @@ static void m_session_snapshot(struct conn *c, const struct rpc_msg *m)
                 &e->slim, 0, 1, 1);
 }
 
-static void m_session_close(struct conn *c, const struct rpc_msg *m)
+void m_session_close(struct conn *c, const struct rpc_msg *m)
 {
     struct exec *e;
     struct exec_evdata d = { .id = m->id };
 
-    if (m->params && !json_is_object(m->params)) {
-        conn_send_error(c, m->id, "invalid_params", NULL, "params must be an object");
-        return;
-    }
     if (!(e = find_session(c, m)))
         return;
     exec_event(e, XE_CLOSE, &d);
 }
 
-
-int session_request(struct conn *c, const struct rpc_msg *m)
-{
-    if (strcmp(m->method, "session/open") == 0)
-        m_session_open(c, m);
-    else if (strcmp(m->method, "session/snapshot") == 0)
-        m_session_snapshot(c, m);
-    else if (strcmp(m->method, "session/close") == 0)
-        m_session_close(c, m);
-    else
-        return 0;
-    return 1;
-}

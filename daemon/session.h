@@ -10,14 +10,15 @@
  * many sessions may be open (max_sessions, never every one of
  * max_workers; max_sessions_per_connection).
  *
- * Contract: like methods_request(), each function answers its request
- * exactly once, now (every parameter error, session_not_found, busy) or
- * later through the session's execution.
- *  - session_request(): handles m when it is session/open, session/snapshot
- *    or session/close and returns 1; returns 0, answering nothing, for any
- *    other method.
- *  - session_chunk(): an execute naming params.session, whose params.code
- *    (borrowed) params_parse() has checked: one chunk in that session.
+ * Contract: each function is a row of methods.c's table, called after the
+ * table's checks (params an object or absent; for session/open and
+ * session/snapshot, the request id not in use on the connection), and
+ * answers its request exactly once, now (every parameter error,
+ * session_not_found, busy) or later through the session's execution.
+ *  - m_session_open(), m_session_snapshot(), m_session_close(): the methods
+ *    session/open, session/snapshot and session/close.
+ *  - session_chunk(): an execute naming params.session (not null): one
+ *    chunk in that session.
  */
 #ifndef SANDBOXD_SESSION_H
 #define SANDBOXD_SESSION_H
@@ -27,7 +28,9 @@
 struct conn;
 struct rpc_msg;
 
-int session_request(struct conn *c, const struct rpc_msg *m);
-void session_chunk(struct conn *c, const struct rpc_msg *m, const json_t *code);
+void m_session_open(struct conn *c, const struct rpc_msg *m);
+void m_session_snapshot(struct conn *c, const struct rpc_msg *m);
+void m_session_close(struct conn *c, const struct rpc_msg *m);
+void session_chunk(struct conn *c, const struct rpc_msg *m);
 
 #endif

@@ -665,6 +665,8 @@ def test_every_execution_has_one_log_line_even_unanswered(daemon_factory):
     with d.client() as b:
         r = b.call("execute", {"code": "return 3"}, id="busy-3")
         assert r.kind == "busy", r
+        # CONTRACT.md section 5: every kind from syntax_error on carries output
+        assert r.error["data"]["output"] == "" and r.error["data"]["output_truncated"] is False, r
     wait_until(lambda: "queued" in json.dumps(describe(d.client())) and
                describe(d.client())["state"]["queued"] == 1, 60, "the queued execution")
     a.close()
