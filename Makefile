@@ -67,11 +67,14 @@ all: $(O)/sandboxd $(O)/sandboxctl
 # `make` and `make run` install only the build group; the tests, the
 # sanitizer, fuzz, bench and packaging targets the test group (TEST_DEPS),
 # before their first command.
+# INSTALL_DEPS=true skips the installing where the packages are there by
+# other means (debian/rules: the Build-Depends).
 DEPS_MK := build/config.mk
 TEST_DEPS := build/.test-deps
+INSTALL_DEPS ?= scripts/install-deps
 deps: $(DEPS_MK)
 $(DEPS_MK): scripts/install-deps
-	@scripts/install-deps build
+	@$(INSTALL_DEPS) build
 	@mkdir -p build
 	@{ printf 'PKG_CFLAGS := %s\n' "$$(pkg-config --cflags $(PKGS))" && \
 	   printf 'PKG_LIBS := %s\n' "$$(pkg-config --libs $(PKGS))"; } > $@.tmp
@@ -84,7 +87,7 @@ build/.deps: $(DEPS_MK)
 	@touch $@
 test-deps: $(TEST_DEPS)
 $(TEST_DEPS): scripts/install-deps | $(DEPS_MK)
-	@scripts/install-deps test
+	@$(INSTALL_DEPS) test
 	@touch $@
 # cmocka is the test group's: its flags are asked for when a unit test is
 # linked, after TEST_DEPS installed it (a recursive variable, expanded then).
@@ -183,9 +186,11 @@ test-hooks: $(TEST_DEPS)
 # tests/systemd/packages changes), booted with systemd-nspawn; the units are
 # installed and driven as docs/deployment.md tells an operator.  Where the
 # container cannot boot here (not root, no systemd-nspawn, no mirror for the
-# first build) it says so in one line and passes.
-test-systemd: all $(TEST_DEPS)
-	@tests/systemd/run $(O)
+# first build) it says so in one line and passes.  tests/systemd/test_deb.py
+# installs, reinstalls, removes and purges the Debian package (make deb) in
+# a container of its own.
+test-systemd: all deb
+	@SANDBOXD_DEB=$(CURDIR)/$(lastword $(wildcard dist/sandboxd_$(VERSION)-*.deb)) tests/systemd/run $(O)
 
 # The reliability suite (tests/reliability): checked load with faults
 # injected and crash loops of the zygote, under two minutes; `make soak` runs
@@ -321,10 +326,19 @@ fuzz: $(TEST_DEPS)
 mutation: $(TEST_DEPS)
 	tests/mutation/run
 
+# The release's artefacts (scripts/dist): make deb the Debian package,
+# make dist every artefact with SHA256SUMS, all in dist/.
+.PHONY: deb dist
+deb: $(TEST_DEPS)
+	scripts/dist deb
+
+dist: $(TEST_DEPS)
+	scripts/dist all
+
 install: all
 	O=$(O) PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) scripts/install
 
 clean:
-	rm -rf build
+	rm -rf build dist
 
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

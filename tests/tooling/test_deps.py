@@ -98,3 +98,15 @@ def test_test_targets_install_the_test_group(tree, goal):
     calls, out = make_n(tree, goal)
     assert calls == ["build"], calls            # config.mk is remade even under -n
     assert "scripts/install-deps test\n" in out, out[:2000]
+
+
+def test_debian_build_depends_are_the_build_group():
+    """debian/control's Build-Depends name build's libraries and tools (less
+    build-essential, which Debian implies, and socat, which only make run
+    uses), and nothing else but debhelper."""
+    with open(os.path.join(REPO, "debian", "control")) as f:
+        text = f.read()
+    field = text.split("\nBuild-Depends:", 1)[1].split("\nStandards-Version:", 1)[0]
+    deps = [d.strip() for d in field.replace("\n", " ").split(",") if d.strip()]
+    assert deps[0] == "debhelper-compat (= 13)", deps
+    assert sorted(deps[1:]) == sorted(set(listed("build")) - {"build-essential", "socat"}), deps
