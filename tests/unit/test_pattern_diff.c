@@ -44,6 +44,7 @@ static void test_raw_bytes_agree(void **state)
 {
     struct pd d;
     struct pd_src r = {NULL, 0, 0, SEED};
+    static const char bytes[] = "ab()%[]^$.*+-?1fb\xff";
     uint8_t buf[48];
 
     (void)state;
@@ -52,7 +53,8 @@ static void test_raw_bytes_agree(void **state)
         size_t n = 2 + pd_pick(&r, sizeof buf - 2);
 
         for (size_t j = 0; j < n; j++)
-            buf[j] = (uint8_t)("ab()%[]^$.*+-?1fb\xff"[pd_pick(&r, 20)] ^ (pd_pick(&r, 16) == 0 ? pd_pick(&r, 256) : 0));
+            buf[j] = (uint8_t)(bytes[pd_pick(&r, sizeof bytes - 1)] ^
+                               (pd_pick(&r, 16) == 0 ? pd_pick(&r, 256) : 0));
         buf[0] = (uint8_t)pd_pick(&r, 256);
         buf[1] = (uint8_t)pd_pick(&r, 16);
         if (pd_raw(&d, buf, n) != 0 && d.failed <= 5)
