@@ -68,6 +68,21 @@ static const unsigned accepts[ST_DONE + 1] = {
     [ST_DONE]      = 0,
 };
 
+int exec_accepts(enum exec_state st, enum exec_ev ev)
+{
+    return (accepts[st] & BIT(ev)) != 0;
+}
+
+const char *exec_state_name(enum exec_state st)
+{
+    return state_names[st];
+}
+
+const char *exec_event_name(enum exec_ev ev)
+{
+    return event_names[ev];
+}
+
 /* Events that come from the worker: out of turn, they are its fault. */
 static const unsigned worker_events =
     BIT(XE_OUTPUT) | BIT(XE_TOOL_CALL) | BIT(XE_RESULT) | BIT(XE_ERROR) | BIT(XE_BAD);

@@ -16,6 +16,32 @@
  * worker never comes is still answered, `timeout`), and then the run, from
  * the moment the job is sent (RUNNING).
  *
+ * Which events each state accepts (x; `.`: refused, exec_unexpected()
+ * decides what it means), one column a state, in enum exec_state's order
+ * (each heading begins its name).  exec.c's accepts[] is this table:
+ * tests/unit/test_exec_table.c reads it here and holds the code to it.
+ *
+ * accepts:
+ *                 queu star runn wait idle fini done
+ *   start         x    .    .    .    .    .    .
+ *   worker        .    x    .    .    .    .    .
+ *   output        .    .    x    x    .    .    .
+ *   tool_call     .    .    x    x    .    .    .
+ *   result        .    .    x    .    .    .    .
+ *   error         .    .    x    x    .    .    .
+ *   bad_frame     .    .    x    x    x    .    .
+ *   tool_ok       .    .    .    x    .    .    .
+ *   tool_err      .    .    .    x    .    .    .
+ *   tool_abort    .    .    .    x    .    .    .
+ *   timeout       .    x    x    x    .    .    .
+ *   cpu           .    .    x    x    .    .    .
+ *   cancel        x    x    x    x    .    x    .
+ *   disconnect    x    x    x    x    x    x    .
+ *   exit          .    .    x    x    x    x    .
+ *   chunk         .    .    .    .    x    .    .
+ *   idle          .    .    .    .    x    .    .
+ *   close         x    x    x    x    x    .    .
+ *
  * WAIT_TOOL: at least one tool/call is outstanding.  Under parallel() the
  * worker keeps running there (output, further tool calls, up to
  * max_parallel_calls outstanding); it ends from RUNNING, or from
@@ -183,6 +209,12 @@ void exec_no_worker(struct exec *e, const char *why, double retry_s);
  * (busy), its job could not be built (internal_error, out of memory). */
 void exec_refuse(struct exec *e, const char *kind, json_t *data, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Whether state st accepts event ev (1) or refuses it (0): the table
+ * above.  exec_state_name() and exec_event_name() are the names the log
+ * uses (static strings). */
+int exec_accepts(enum exec_state st, enum exec_ev ev);
+const char *exec_state_name(enum exec_state st);
+const char *exec_event_name(enum exec_ev ev);
 /* Answer an open execution with `cancelled` (shutdown). */
 void exec_abort(struct exec *e, const char *why);
 
