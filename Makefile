@@ -102,7 +102,7 @@ FLAGS_STAMP := $(O)/.flags
 FLAGS_NOW   := $(CC) $(filter-out $(EXTRA_CPPFLAGS),$(CPPFLAGS)) $(ALL_CFLAGS) | $(LDFLAGS) | $(LDLIBS)
 ifneq ($(wildcard $(DEPS_MK)),)
 ifneq ($(FLAGS_NOW),$(shell cat $(FLAGS_STAMP) 2>/dev/null))
-$(shell mkdir -p $(O) && printf '%s\n' '$(FLAGS_NOW)' > $(FLAGS_STAMP))
+$(shell mkdir -p $(O))$(file >$(FLAGS_STAMP),$(FLAGS_NOW))
 endif
 endif
 
