@@ -25,8 +25,8 @@
  * be undone (at a capture, a repetition, an optional item); it counts its
  * nested calls and raises "pattern too complex" at stock's depth, so the
  * same patterns fail.  The items live on the C stack while they are few and
- * in a userdata at a stack slot reserved before matching once they are
- * more, so a Lua error anywhere leaks nothing.
+ * in a userdata on the Lua stack once they are more, so a Lua error
+ * anywhere leaks nothing.
  */
 #include "worker/charge.h"
 
@@ -118,6 +118,7 @@ struct matcher {
     int             level, depth;           /* the match being tried */
     struct capture  cap[CAPTURES_MAX];
     uint64_t        steps, limit;           /* steps not paid; pay at limit */
+    uint64_t        room;                   /* what the budget had left then */
     size_t          bytes;                  /* bytes not paid (< CHARGE_BYTES) */
     struct item     items_here[ITEMS_HERE];
     set256          sets_here[SETS_HERE];
@@ -130,19 +131,23 @@ struct matcher {
 static void set_limit(struct matcher *m)
 {
     struct charge *c = m->charge;
-    uint64_t room = c->room != NULL ? c->room(m->L, c->ud) : UINT64_MAX;
 
+    m->room = c->room != NULL ? c->room(m->L, c->ud) : UINT64_MAX;
     m->limit = PAY_EVERY;
-    if (room < PAY_EVERY / CHARGE_MATCH_STEPS)
-        m->limit = (room + 1) * CHARGE_MATCH_STEPS;
+    if (m->room < PAY_EVERY / CHARGE_MATCH_STEPS)
+        m->limit = (m->room + 1) * CHARGE_MATCH_STEPS;
 }
 
-/* Pay the whole steps counted (may raise). */
+/* Pay the whole steps counted (may raise).  Steps counted in bulk (a run,
+ * positions passed) may go past the room: then the step that crosses it
+ * is paid, which ends the work, and not the rest. */
 static void settle(struct matcher *m)
 {
     uint64_t units = m->steps / CHARGE_MATCH_STEPS;
 
     m->steps %= CHARGE_MATCH_STEPS;
+    if (units > m->room)
+        units = m->room + 1;
     if (MUTANT(MATCH_STEPS))
         units = 0;                      /* mutant: matching is free */
     charge_pay(m->L, m->charge, units);

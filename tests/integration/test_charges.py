@@ -224,3 +224,17 @@ def test_pattern_stops_within_a_step_of_the_budget(client, budget):
     r = client.execute(code, limits={"max_reductions": budget})
     assert r.kind == "reductions_limit", r
     assert r.data["stats"]["reductions"] == budget + 1, r
+
+
+def test_pattern_steps_counted_in_bulk_stop_at_the_budget(client):
+    """Steps the engine counts in bulk (a million start positions passed at
+    once, where no digit can start a match) are paid up to the step that
+    crosses the budget, so the chunk ends one step past it there too; the
+    same call with room completes, billed every step (its neighbour)."""
+    code = "local s = string.rep('a', 1000000) return s:find('%d')"
+    r = client.execute(code, limits={"max_reductions": 100000})
+    assert r.kind == "reductions_limit", r
+    assert r.data["stats"]["reductions"] == 100001, r
+    r = client.execute(code, limits={"max_reductions": 10000000})
+    assert r.ok and r.result["value"] is None, r
+    assert 1000000 < r.result["stats"]["reductions"] < 1100000, r
