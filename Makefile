@@ -207,16 +207,19 @@ soak: all $(TEST_DEPS)
 # client/node (the npm package sandboxd), client/mcp (sandboxd-mcp, end to
 # end with real MCP servers from npm) and client/mcp/hosts (the bridge under
 # the MCP hosts people use), after a smoke run of bench/node_tools.mjs (tiny
-# counts: it only has to work); then the same suites on Debian 12's Node 18
+# counts: it only has to work) and tsc --noEmit on client/node's type
+# declarations and its typed usage file; then the same suites on Debian 12's Node 18
 # (scripts/node18 unpacks it into build/node18; skipped where there is none).
 # Every suite runs even when one before it failed.  scripts/npm-ci installs
 # each committed lock file, only when node_modules is missing or older than
 # the lock, and names the registry problem when it cannot.
 NODE_SUITES := client/node client/mcp client/mcp/hosts
-test-node: all $(TEST_DEPS) client/mcp/node_modules/.package-lock.json client/mcp/hosts/node_modules/.package-lock.json
+test-node: all $(TEST_DEPS) client/node/node_modules/.package-lock.json client/mcp/node_modules/.package-lock.json client/mcp/hosts/node_modules/.package-lock.json
 	$(MAKE) -C bench loadgen
 	@rc=0; echo "== bench/node_tools.mjs --smoke"; \
 	node bench/node_tools.mjs --smoke --sandboxd $(CURDIR)/$(O)/sandboxd || rc=1; \
+	echo "== client/node: tsc --noEmit"; \
+	(cd client/node && node node_modules/typescript/bin/tsc --noEmit -p .) || rc=1; \
 	for p in $(NODE_SUITES); do echo "== $$p"; \
 	  (cd $$p && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
 	   node --test test/*.test.mjs) || rc=1; done; \
@@ -232,6 +235,9 @@ bench-node: all $(TEST_DEPS) client/mcp/node_modules/.package-lock.json
 	$(MAKE) -C bench loadgen
 	node bench/node_tools.mjs --sandboxd $(O)/sandboxd
 
+client/node/node_modules/.package-lock.json: client/node/package-lock.json client/node/package.json | $(TEST_DEPS)
+	scripts/npm-ci client/node
+	@touch $@
 client/mcp/node_modules/.package-lock.json: client/mcp/package-lock.json client/mcp/package.json | $(TEST_DEPS)
 	scripts/npm-ci client/mcp
 	@touch $@

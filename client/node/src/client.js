@@ -13,10 +13,15 @@
 // client-side deadline, which covers time in the daemon's queue as well:
 // by default the execution's timeout plus deadlineGraceMs, counted from the
 // call.  The execution's tool signal is aborted whenever it ends.
+//
+// Where the runtime defines Symbol.asyncDispose (Node 18.18+, 20), a Client
+// and a Session are async disposables: `await using client = new Client()`
+// closes it at the end of the block (in runtimes whose syntax has `await
+// using`; elsewhere `await client[Symbol.asyncDispose]()` does the same).
 
 import { Connection } from './connection.js';
 import { compileTools } from './tools.js';
-import { makeError, Cancelled, SandboxdError } from './errors.js';
+import { makeError, Cancelled, SandboxdError, SessionNotFound } from './errors.js';
 
 const DEFAULT_SOCKET = '/run/sandboxd/sandboxd.sock';
 // The reason the tools' signal carries once an execution has ended normally.
@@ -300,4 +305,25 @@ export class Session {
       throw makeError('session_not_found', `session ${this.id} ended with the connection that opened it`);
     }
   }
+}
+
+// The disposers, defined only where the symbol exists (no polyfill: a
+// symbol of our own would not be the one `await using` looks up).  Disposing
+// a session the daemon already ended (a timeout, a closed connection) is
+// not an error.
+if (typeof Symbol.asyncDispose === 'symbol') {
+  Object.defineProperty(Client.prototype, Symbol.asyncDispose, {
+    async value() { this.close(); },
+    writable: true, configurable: true,
+  });
+  Object.defineProperty(Session.prototype, Symbol.asyncDispose, {
+    async value() {
+      try {
+        await this.close();
+      } catch (e) {
+        if (!(e instanceof SessionNotFound)) throw e;
+      }
+    },
+    writable: true, configurable: true,
+  });
 }

@@ -15,6 +15,11 @@
 // over it is replaced by a tool error, so Lua gets a catchable error instead
 // of waiting for an answer the daemon could not route.
 //
+// Writes honour the socket's backpressure: once socket.write() returns false,
+// later lines (requests, tool answers, cancels) wait in order in `_queue`
+// until 'drain', so the socket's own buffer never holds more than its
+// highWaterMark plus one line, however fast answers are produced.
+//
 // When the socket closes, every waiting request is rejected (the kind given
 // to close(), daemon_unavailable by default) and every execution's tool
 // signal is aborted.  A Connection is never reopened: the Client makes a new
@@ -38,6 +43,9 @@ export class Connection {
     this._onClose = onClose;
     this._parts = [];
     this._partsLen = 0;
+    this._queue = []; // lines waiting for 'drain', in order
+    this._draining = false; // socket.write() returned false; 'drain' not seen yet
+    this.drainWaits = 0; // how often a write had to wait for 'drain'
     this.socket = null;
   }
 
@@ -62,6 +70,7 @@ export class Connection {
         s.on('error', (err) => this.close('daemon_unavailable',
           `connection to sandboxd at ${this.socketPath} failed: ${err.code ?? err.message}`, err));
         s.on('data', (chunk) => this._onData(chunk));
+        s.on('drain', () => this._flush());
         s.on('close', () => this.close('daemon_unavailable',
           `connection to sandboxd at ${this.socketPath} was lost`));
         this._updateRef();
@@ -223,7 +232,30 @@ export class Connection {
 
   _send(line) {
     if (this.closed) return;
-    this.socket.write(line);
+    if (this._draining) {
+      this._queue.push(line);
+      return;
+    }
+    if (!this.socket.write(line)) this._blocked();
+  }
+
+  _blocked() {
+    this._draining = true;
+    this.drainWaits++;
+  }
+
+  // 'drain': write the waiting lines until the socket is full again.
+  _flush() {
+    this._draining = false;
+    const q = this._queue;
+    let i = 0;
+    while (i < q.length && !this.closed) {
+      if (!this.socket.write(q[i++])) {
+        this._blocked();
+        break;
+      }
+    }
+    this._queue = i < q.length ? q.slice(i) : [];
   }
 
   /**
@@ -258,7 +290,7 @@ export class Connection {
       this.pending.set(id, { resolve, reject, execution });
     });
     this._updateRef();
-    this.socket.write(line + '\n');
+    this._send(line + '\n');
     return { id, promise };
   }
 
@@ -281,6 +313,7 @@ export class Connection {
   close(kind = 'daemon_unavailable', message = 'the connection was closed', cause, err) {
     if (this.closed) return;
     this.closed = true;
+    this._queue = [];
     this.closeError = err ?? makeError(kind, message, cause ? { cause } : {});
     this.socket?.destroy();
     const waiting = [...this.pending.values()];

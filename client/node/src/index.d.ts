@@ -1,8 +1,13 @@
-// Type declarations of the sandboxd Node client (see README.md).
+// Type declarations of the sandboxd Node client (see README.md).  `make
+// test-node` checks them with `tsc --noEmit` (tsconfig.json: this file and
+// test/usage.ts, which uses the whole API) and against the code
+// (test/types.test.mjs: every export, method and property declared here
+// exists, and every public one of the code is declared).
 
 /** Opaque state returned by an execution; hand it back unchanged. */
 export type Bindings = unknown[];
 
+/** The execution's figures, as the daemon reports them (docs/protocol.md). */
 export interface Stats {
   wall_us: number;
   cpu_us: number;
@@ -81,8 +86,13 @@ export interface SessionOptions {
 export interface ClientOptions {
   /** Default: $SANDBOXD_SOCKET, then /run/sandboxd/sandboxd.sock. */
   socketPath?: string;
+  /** The same as socketPath (socketPath wins). */
+  socket?: string;
+  /** How long a cancelled call waits for the daemon's answer (500 ms). */
   cancelGraceMs?: number;
+  /** Added to the timeout for the client-side deadline (1000 ms). */
   deadlineGraceMs?: number;
+  /** The longest line accepted from the daemon (256 MiB). */
   maxLineBytes?: number;
 }
 
@@ -95,6 +105,9 @@ export interface PromptInfo {
 export class Client {
   constructor(opts?: ClientOptions);
   readonly socketPath: string;
+  readonly cancelGraceMs: number;
+  readonly deadlineGraceMs: number;
+  readonly maxLineBytes: number | undefined;
   execute<T = unknown>(code: string, opts?: ExecuteOptions): Promise<ExecuteResult<T>>;
   check(code: string, opts?: { tools?: Tools; timeoutMs?: Limit; limits?: Limits }): Promise<{ ok: true }>;
   bindingNames(bindings: Bindings): Promise<string[]>;
@@ -103,14 +116,23 @@ export class Client {
   ping(): Promise<Record<string, never>>;
   features(): Promise<Set<string>>;
   session(opts?: SessionOptions): Promise<Session>;
+  /** Close the connection; waiting calls are rejected and the daemon cancels their executions. */
   close(): void;
+  /** close(), for `await using` (defined where the runtime has Symbol.asyncDispose). */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 export class Session {
+  /** The daemon's id of the session. */
   readonly id: string;
+  readonly client: Client;
+  /** The session's default timeout, as given to session(). */
+  readonly timeoutMs: Limit | undefined;
   execute<T = unknown>(code: string, opts?: SessionExecuteOptions): Promise<ExecuteResult<T>>;
   snapshot(): Promise<{ bindings: Bindings; bindingNames: string[] }>;
   close(): Promise<void>;
+  /** close(), for `await using`; a session the daemon already ended is no error. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 export class SandboxdError extends Error {
