@@ -55,6 +55,12 @@ defmodule Sandboxd do
   @typedoc "A connection: the reader process, the socket, and the daemon's `describe`."
   @type t :: %__MODULE__{pid: pid, socket: port, info: map, path: String.t()}
 
+  @typedoc """
+  A connection, or the name of one started in a supervision tree (see
+  `child_spec/1`): every function that takes a connection takes either.
+  """
+  @type conn :: t | GenServer.name()
+
   @default_socket "/run/sandboxd/sandboxd.sock"
 
   defmodule Pending do
@@ -86,7 +92,9 @@ defmodule Sandboxd do
 
   Options: `:socket` (path), `:connect_timeout` (ms, default 5000), `:link`
   (default `true`: the reader is linked to the caller), `:max_line_bytes`
-  (the longest line accepted from the daemon; default 1 GiB).
+  (the longest line accepted from the daemon; default 1 GiB), `:name` (a
+  `GenServer.name()` to register the reader under, so that the name stands
+  for the connection).
   """
   @spec connect(keyword) :: {:ok, t} | {:error, Error.t()}
   def connect(opts \\ []) do
@@ -96,11 +104,68 @@ defmodule Sandboxd do
 
     with {:ok, socket} <- tcp_connect(path, sock_opts, timeout),
          {:ok, info} <- hello(socket, path, timeout) do
-      {:ok, pid} = Connection.start(socket, opts, Keyword.get(opts, :link, true))
-      :ok = :gen_tcp.controlling_process(socket, pid)
-      :ok = GenServer.call(pid, :activate)
-      {:ok, %__MODULE__{pid: pid, socket: socket, info: info, path: path}}
+      case Connection.start(socket, opts, Keyword.get(opts, :link, true)) do
+        {:ok, pid} ->
+          conn = %__MODULE__{pid: pid, socket: socket, info: info, path: path}
+          :ok = :gen_tcp.controlling_process(socket, pid)
+          :ok = GenServer.call(pid, {:activate, conn})
+          {:ok, conn}
+
+        {:error, reason} ->
+          :gen_tcp.close(socket)
+
+          {:error,
+           Error.unavailable("cannot start the connection process: #{inspect(reason)}", reason)}
+      end
     end
+  end
+
+  @doc """
+  A child specification, so that a connection lives in a supervision tree:
+
+      children = [{Sandboxd, name: MyApp.Sandbox, socket: "/run/sandboxd/sandboxd.sock"}]
+      Supervisor.start_link(children, strategy: :one_for_one)
+      Sandboxd.execute(MyApp.Sandbox, "return 1 + 1")
+
+  The options are `connect/1`'s; `:name` is how the rest of the application
+  reaches the connection (every function taking a connection takes the
+  name), and the child's id unless `:id` is given. The child is
+  `:permanent`: when the daemon closes the connection (a restart, a
+  shutdown) the reader stops and the supervisor connects again, subject to
+  its restart intensity. Executions in flight when it stops get
+  `{:error, %Sandboxd.Error{kind: :unavailable}}`.
+  """
+  @spec child_spec(keyword) :: Supervisor.child_spec()
+  def child_spec(opts) do
+    %{
+      id: Keyword.get_lazy(opts, :id, fn -> Keyword.get(opts, :name, __MODULE__) end),
+      start: {__MODULE__, :start_link, [Keyword.delete(opts, :id)]},
+      type: :worker,
+      restart: :permanent
+    }
+  end
+
+  @doc """
+  Connects as `connect/1` does, the reader linked to the caller, and returns
+  its pid (the start function of `child_spec/1`).
+  """
+  @spec start_link(keyword) :: {:ok, pid} | {:error, Error.t()}
+  def start_link(opts \\ []) do
+    with {:ok, conn} <- connect(Keyword.put(opts, :link, true)), do: {:ok, conn.pid}
+  end
+
+  @doc """
+  The connection a name stands for (`connect/1`'s or `child_spec/1`'s
+  `:name`); a connection is returned as it is.
+  """
+  @spec whereis(conn) :: {:ok, t} | {:error, Error.t()}
+  def whereis(%__MODULE__{} = conn), do: {:ok, conn}
+
+  def whereis(name) do
+    GenServer.call(name, :conn)
+  catch
+    :exit, reason ->
+      {:error, Error.unavailable("no sandboxd connection named #{inspect(name)}", reason)}
   end
 
   defp tcp_connect(path, sock_opts, timeout) do
@@ -164,31 +229,44 @@ defmodule Sandboxd do
   end
 
   @doc "Closes the connection; executions in flight on it are cancelled by the daemon."
-  @spec close(t) :: :ok
-  def close(%__MODULE__{pid: pid}) do
-    GenServer.call(pid, :close)
+  @spec close(conn) :: :ok
+  def close(%__MODULE__{pid: pid}), do: close(pid)
+
+  def close(name) do
+    GenServer.call(name, :close)
   catch
     :exit, _ -> :ok
   end
 
   @doc "The daemon's `features` (describe), e.g. `[\"sessions\", \"parallel\"]`."
-  @spec features(t) :: [String.t()]
+  @spec features(conn) :: [String.t()]
   def features(%__MODULE__{info: info}), do: List.wrap(info["features"])
+
+  def features(name) do
+    case whereis(name) do
+      {:ok, conn} -> features(conn)
+      {:error, _} -> []
+    end
+  end
 
   ## Simple requests
 
   @doc "`ping`: `{:ok, %{}}` when the daemon answers."
+  @spec ping(conn) :: {:ok, map} | {:error, Error.t()}
   def ping(conn), do: call(conn, "ping", %{})
 
   @doc "`describe`, asked again (the one read at connect is in `conn.info`)."
+  @spec describe(conn) :: {:ok, map} | {:error, Error.t()}
   def describe(conn), do: call(conn, "describe", %{})
 
   @doc "`prompt_info`: `%{\"language\" => ..., \"constraints\" => ..., \"tool_usage\" => ...}`."
+  @spec prompt_info(conn, keyword) :: {:ok, map} | {:error, Error.t()}
   def prompt_info(conn, opts \\ []) do
     call(conn, "prompt_info", if(opts[:session], do: %{"session" => true}, else: %{}))
   end
 
   @doc "`binding_names` by the daemon (it validates the bindings); see also `binding_names/1`."
+  @spec binding_names(conn, [term]) :: {:ok, [String.t()]} | {:error, Error.t()}
   def binding_names(conn, bindings), do: call(conn, "binding_names", %{"bindings" => bindings})
 
   @doc "The names held in `bindings`, read locally (no round trip)."
@@ -196,10 +274,11 @@ defmodule Sandboxd do
   def binding_names(bindings) when is_list(bindings), do: for([name, _] <- bindings, do: name)
 
   @doc "`check`: compiles `code` in a worker. `{:ok, %{\"ok\" => true}}` or a `:syntax_error`."
+  @spec check(conn, String.t(), keyword) :: {:ok, map} | {:error, Error.t()}
   def check(conn, code, opts \\ []) do
-    ts = prepare_tools(conn, Keyword.get(opts, :tools))
-
-    with :ok <- code_size(conn, code) do
+    with {:ok, conn} <- whereis(conn),
+         ts = prepare_tools(conn, Keyword.get(opts, :tools)),
+         :ok <- code_size(conn, code) do
       call(conn, "check", put_pair([{"code", code}], "tools", if(ts.json, do: {:raw, ts.json})))
     end
   end
@@ -233,7 +312,8 @@ defmodule Sandboxd do
       :infinity`; without `timeout_ms`, the daemon's default, or the
       session's). Queue time counts here, not in the daemon's `timeout_ms`.
   """
-  @spec execute(t | Session.t(), String.t(), keyword) :: {:ok, Result.t()} | {:error, Error.t()}
+  @spec execute(conn | Session.t(), String.t(), keyword) ::
+          {:ok, Result.t()} | {:error, Error.t()}
   def execute(conn_or_session, code, opts \\ []) do
     with {:ok, pending} <- execute_async(conn_or_session, code, opts) do
       await(pending)
@@ -245,7 +325,7 @@ defmodule Sandboxd do
   comes from `await/2`, which must be called by the same process (tool calls
   are delivered to it). `cancel/1` ends it early.
   """
-  @spec execute_async(t | Session.t(), String.t(), keyword) ::
+  @spec execute_async(conn | Session.t(), String.t(), keyword) ::
           {:ok, Pending.t()} | {:error, Error.t()}
   def execute_async(target, code, opts \\ [])
 
@@ -287,6 +367,10 @@ defmodule Sandboxd do
       end
 
     start(conn, code, params, ts.dispatch, refs, opts)
+  end
+
+  def execute_async(name, code, opts) do
+    with {:ok, conn} <- whereis(name), do: execute_async(conn, code, opts)
   end
 
   defp start(conn, code, params, dispatch, refs, opts) do
@@ -363,8 +447,10 @@ defmodule Sandboxd do
   daemon whose `describe` lists `"sessions"`. Options: `:tools`,
   `:bindings`, `:timeout_ms`, `:limits`, `:idle_timeout_ms`, `:modules`.
   """
-  @spec open_session(t, keyword) :: {:ok, Session.t()} | {:error, Error.t()}
-  def open_session(%__MODULE__{} = conn, opts \\ []) do
+  @spec open_session(conn, keyword) :: {:ok, Session.t()} | {:error, Error.t()}
+  def open_session(conn, opts \\ [])
+
+  def open_session(%__MODULE__{} = conn, opts) do
     if "sessions" in features(conn) do
       %Sandboxd.Toolset{json: json, dispatch: dispatch, refs: refs} =
         prepare_tools(conn, Keyword.get(opts, :tools))
@@ -392,11 +478,17 @@ defmodule Sandboxd do
     end
   end
 
+  def open_session(name, opts) do
+    with {:ok, conn} <- whereis(name), do: open_session(conn, opts)
+  end
+
   @doc "`session/snapshot`: `{:ok, %{\"bindings\" => b, \"binding_names\" => names}}`."
+  @spec snapshot(Session.t()) :: {:ok, map} | {:error, Error.t()}
   def snapshot(%Session{conn: conn, id: id}),
     do: call(conn, "session/snapshot", %{"session" => id})
 
   @doc "`session/close`."
+  @spec close_session(Session.t()) :: :ok | {:error, Error.t()}
   def close_session(%Session{conn: conn, id: id}) do
     with {:ok, _} <- call(conn, "session/close", %{"session" => id}), do: :ok
   end
@@ -405,8 +497,10 @@ defmodule Sandboxd do
 
   @doc false
   # One request without tools; waits for its answer.
+  @spec call(conn, String.t(), map, timeout) :: {:ok, term} | {:error, Error.t()}
   def call(conn, method, params, timeout \\ 60_000) do
-    with {:ok, id, tag} <- send_request(conn, method, params) do
+    with {:ok, conn} <- whereis(conn),
+         {:ok, id, tag} <- send_request(conn, method, params) do
       receive do
         {^tag, {:reply, %{"result" => r}}} ->
           Process.demonitor(tag, [:flush])
@@ -474,6 +568,7 @@ defmodule Sandboxd do
   end
 
   @doc false
+  @spec max_message(map) :: pos_integer
   def max_message(info), do: get_in(info, ["daemon", "max_message_bytes"]) || 16_777_216
 
   defp code_size(%__MODULE__{info: info}, code) when is_binary(code) do
@@ -504,7 +599,7 @@ defmodule Sandboxd do
   names that are not Lua identifiers are left out unless the daemon's
   features include `"any_function_names"`.
   """
-  @spec prepare_tools(t, term) :: Sandboxd.Toolset.t()
+  @spec prepare_tools(conn, term) :: Sandboxd.Toolset.t()
   def prepare_tools(_conn, %Sandboxd.Toolset{} = ts), do: ts
   def prepare_tools(_conn, nil), do: %Sandboxd.Toolset{}
   def prepare_tools(_conn, []), do: %Sandboxd.Toolset{}
@@ -571,6 +666,7 @@ defmodule Sandboxd do
   end
 
   @doc false
+  @spec wire_limit(term) :: term
   def wire_limit(nil), do: nil
   def wire_limit(:infinity), do: "infinity"
   def wire_limit(n) when is_integer(n), do: n

@@ -109,13 +109,35 @@ defmodule Sandboxd.ReadmeTest do
     assert @makefile =~ "mix run ../../bench/elixir_legion.exs\n"
   end
 
+  # The supervision example, as written: the name reaches the connection,
+  # the `#=>` holds, and the supervisor it starts is stopped after.
+  defp check_supervised(body) do
+    lines =
+      for {line, n} <- Enum.with_index(String.split(body, "\n"), 1) do
+        case Regex.run(~r/^(\S.*?)\s+#=> (.*)$/, line) do
+          [_, expr, want] -> "send(self(), {:readme, #{n}, (#{expr}), (#{want})})"
+          nil -> line
+        end
+      end
+
+    {_, binding} = Code.eval_string(Enum.join(lines, "\n"))
+    sup = binding[:sup]
+    assert [{MyApp.Sandbox, pid, :worker, [Sandboxd]}] = Supervisor.which_children(sup)
+    assert {:ok, %Sandboxd{pid: ^pid}} = Sandboxd.whereis(MyApp.Sandbox)
+    Supervisor.stop(sup)
+    assert [{n, 42, 42}] = collect()
+    assert n == 6
+  end
+
   @blocks [
     {"elixir", "# mix.exs\n", &__MODULE__.legion_switch/1},
     {"elixir", "{:ok, conn} = Sandboxd.connect()", &__MODULE__.plain_client/1},
+    {"elixir", "# lib/my_app/application.ex", &__MODULE__.supervised/1},
     {"sh", "make test-elixir ", &__MODULE__.make_targets/1}
   ]
   def legion_switch(b), do: check_legion_switch(b)
   def plain_client(b), do: check_plain_client(b)
+  def supervised(b), do: check_supervised(b)
   def make_targets(b), do: check_make_targets(b)
 
   defp claim(lang, body) do

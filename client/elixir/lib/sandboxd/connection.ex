@@ -26,14 +26,22 @@ defmodule Sandboxd.Connection do
   #     `max_line_bytes`; a longer line closes the connection.
   use GenServer
   require Logger
+
+  # use GenServer's, never used: Sandboxd.child_spec/1 is the public one.
+  @spec child_spec(term) :: Supervisor.child_spec()
   import Bitwise
 
   alias Sandboxd.JSON
 
   @doc false
+  @spec start(port, keyword, boolean) :: GenServer.on_start()
   def start(socket, opts, link?) do
     args = {socket, opts}
-    if link?, do: GenServer.start_link(__MODULE__, args), else: GenServer.start(__MODULE__, args)
+    gen = if name = opts[:name], do: [name: name], else: []
+
+    if link?,
+      do: GenServer.start_link(__MODULE__, args, gen),
+      else: GenServer.start(__MODULE__, args, gen)
   end
 
   @impl true
@@ -45,17 +53,26 @@ defmodule Sandboxd.Connection do
        partial_size: 0,
        max_line: Keyword.get(opts, :max_line_bytes, 1 <<< 30),
        waiters: %{},
-       mons: %{}
+       mons: %{},
+       conn: nil
      }}
   end
 
-  # The socket arrives passive and is switched to active once this process
-  # owns it (see Sandboxd.connect/1).
+  # The socket arrives passive and is switched to `active: :once` once this
+  # process owns it (see Sandboxd.connect/1): one packet at a time is sent as
+  # a message, and the next only after that one is handled, so a fast daemon
+  # cannot fill this process's mailbox; the kernel's buffer and the daemon's
+  # own flow control hold the rest.
   @impl true
-  def handle_call(:activate, _from, st) do
-    :ok = :inet.setopts(st.socket, active: true)
-    {:reply, :ok, st}
+  def handle_call({:activate, conn}, _from, st) do
+    :ok = :inet.setopts(st.socket, active: :once)
+    {:reply, :ok, %{st | conn: conn}}
   end
+
+  def handle_call(:conn, _from, %{conn: nil} = st),
+    do: {:reply, {:error, Sandboxd.Error.unavailable("the connection is not ready", :not_ready)}, st}
+
+  def handle_call(:conn, _from, st), do: {:reply, {:ok, st.conn}, st}
 
   def handle_call({:forget, id}, _from, st) do
     st =
@@ -105,10 +122,11 @@ defmodule Sandboxd.Connection do
       String.ends_with?(data, "\n") ->
         line = if st.partial == [], do: data, else: IO.iodata_to_binary([st.partial, data])
         line = binary_part(line, 0, byte_size(line) - 1)
-        {:noreply, dispatch(line, %{st | partial: [], partial_size: 0})}
+        st = dispatch(line, %{st | partial: [], partial_size: 0})
+        {:noreply, rearm(st)}
 
       true ->
-        {:noreply, %{st | partial: [st.partial, data], partial_size: size}}
+        {:noreply, rearm(%{st | partial: [st.partial, data], partial_size: size})}
     end
   end
 
@@ -186,6 +204,12 @@ defmodule Sandboxd.Connection do
       Logger.warning("sandboxd: daemon error without id: #{error.message}")
       st
     end
+  end
+
+  # The next packet, please (a socket closed meanwhile says so in a message).
+  defp rearm(st) do
+    _ = :inet.setopts(st.socket, active: :once)
+    st
   end
 
   defp fail_all(st, reason) do

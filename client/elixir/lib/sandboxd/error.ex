@@ -63,6 +63,7 @@ defmodule Sandboxd.Error do
 
   @doc false
   # Builds the error from a JSON-RPC error object (decoded, string keys).
+  @spec from_rpc(term) :: t
   def from_rpc(%{} = err) do
     data = if is_map(err["data"]), do: err["data"], else: %{}
 
@@ -79,10 +80,12 @@ defmodule Sandboxd.Error do
   def from_rpc(other), do: protocol("malformed error object: #{inspect(other)}")
 
   @doc false
+  @spec unavailable(String.t(), term) :: t
   def unavailable(message, reason),
     do: %__MODULE__{kind: :unavailable, message: message, reason: reason}
 
   @doc false
+  @spec protocol(String.t()) :: t
   def protocol(message), do: %__MODULE__{kind: :unknown, message: message}
 end
 

@@ -19,6 +19,7 @@ defmodule Sandboxd.Execution do
   alias Sandboxd.{Error, JSON, Pending, Result, Value}
 
   @doc false
+  @spec wait(Pending.t(), integer | :infinity) :: {:ok, Result.t()} | {:error, Error.t()}
   def wait(p, deadline), do: loop(p, deadline, nil, %{})
 
   # aborted: {:throw, v} / {:exit, r} once a tool escaped that way;
@@ -111,6 +112,7 @@ defmodule Sandboxd.Execution do
   # The client's own deadline passed: cancel, stop listening, drop whatever
   # the reader sent meanwhile.
   @doc false
+  @spec give_up(Pending.t()) :: {:error, Error.t()}
   def give_up(%Pending{conn: conn, tag: tag} = p) do
     try do
       GenServer.call(conn.pid, {:forget, p.id})
@@ -129,6 +131,7 @@ defmodule Sandboxd.Execution do
   end
 
   @doc false
+  @spec flush(reference) :: :ok
   def flush(tag) do
     receive do
       {^tag, _} -> flush(tag)

@@ -63,6 +63,7 @@ defmodule Sandboxd.Legion do
   left to `execute/5` (which reports it the same way), as Legion 0.6 does,
   saving a round trip when the executor checks before every execute.
   """
+  @spec check(term, [module]) :: :ok | {:error, term}
   def check(code, _tools) when not is_binary(code),
     do: {:error, "code must be a binary, got: #{inspect(code)}"}
 
@@ -86,6 +87,7 @@ defmodule Sandboxd.Legion do
   ## binding_names/1
 
   @doc "The names of the globals held in `bindings`, in their stored order (no round trip)."
+  @spec binding_names(list) :: [String.t()]
   def binding_names(bindings), do: Bindings.names(bindings)
 
   ## prompt_info/0
@@ -96,6 +98,7 @@ defmodule Sandboxd.Legion do
   socket path after the first answer; a fixed text when the daemon cannot be
   reached (not cached).
   """
+  @spec prompt_info() :: %{language: String.t(), constraints: String.t(), tool_usage: String.t()}
   def prompt_info do
     key = {__MODULE__, :prompt_info, Sandboxd.socket_path()}
 
@@ -139,6 +142,8 @@ defmodule Sandboxd.Legion do
   earlier execute, or `[]`) and `limits` (`max_heap`, `max_reductions`,
   `priority`, as Legion's executor passes them). See the moduledoc.
   """
+  @spec execute(String.t(), non_neg_integer | :infinity, [module], term, keyword) ::
+          {:ok, {term, term}} | {:error, term}
   def execute(code, timeout_ms, tools \\ [], bindings \\ [], limits \\ [])
       when is_binary(code) and is_list(tools) do
     if Keyword.get(limits, :max_heap) == 0 do
@@ -231,6 +236,7 @@ defmodule Sandboxd.Legion do
   # references they allow.  Each module's declaration is built once and kept
   # in :persistent_term with the module's md5, so a reloaded module is
   # declared again.
+  @spec toolset([module], boolean) :: Sandboxd.Toolset.t()
   def toolset(modules, any_names?) do
     modules = Enum.filter(modules, &elixir_module?/1)
 
@@ -294,6 +300,7 @@ defmodule Sandboxd.Legion do
   ## Errors, as Legion reports them
 
   @doc false
+  @spec reason(Error.t()) :: term
   def reason(%Error{kind: :timeout}), do: :timeout
   def reason(%Error{kind: :syntax_error, message: m}), do: compile_error(m)
   def reason(%Error{kind: :crashed} = e), do: {:process_crashed, e.data["reason"] || e.message}
@@ -348,6 +355,7 @@ defmodule Sandboxd.Legion do
   # per socket path and scheduler (the scheduler running the caller picks
   # it), so the answers of many agents are read and decoded by several
   # readers at once.
+  @spec connection() :: {:ok, Sandboxd.t()} | {:error, Error.t()}
   def connection do
     key = {:shared, Sandboxd.socket_path(), :erlang.system_info(:scheduler_id)}
 

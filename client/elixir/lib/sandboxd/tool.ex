@@ -93,6 +93,7 @@ defmodule Sandboxd.Tool do
   # serve its calls.  `any_names?` says whether the daemon takes function
   # names that are not Lua identifiers (describe feature
   # "any_function_names"); without it such functions are left out.
+  @spec declare(t, boolean) :: {map, %{String.t() => {[non_neg_integer] | nil, function}}}
   def declare(%__MODULE__{} = tool, any_names?) do
     functions = Enum.filter(tool.functions, &(any_names? or identifier?(&1.name)))
 
@@ -111,6 +112,7 @@ defmodule Sandboxd.Tool do
   end
 
   @doc false
+  @spec identifier?(String.t()) :: boolean
   def identifier?(name), do: name =~ ~r/\A[A-Za-z_][A-Za-z0-9_]{0,127}\z/
 end
 

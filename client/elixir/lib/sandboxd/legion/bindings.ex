@@ -7,6 +7,7 @@ defmodule Sandboxd.Legion.Bindings do
   # keeps its variables (docs/protocol.md section 9 has the format).
 
   @doc false
+  @spec to_wire(term) :: term
   def to_wire([]), do: nil
   def to_wire(nil), do: nil
 
@@ -24,6 +25,7 @@ defmodule Sandboxd.Legion.Bindings do
   def to_wire(other), do: other
 
   @doc false
+  @spec names(list) :: [String.t()]
   def names(bindings) when is_list(bindings) do
     for b <- bindings do
       case b do
@@ -75,6 +77,7 @@ defmodule Sandboxd.Legion.Bindings do
   @doc false
   # What C's printf("%a") writes for a double: [-]0x1.<hex>p<exp>, trailing
   # zeros of the fraction left out; subnormals 0x0.<hex>p-1022.
+  @spec hexfloat(float) :: String.t()
   def hexfloat(f) do
     <<sign::1, exp::11, mant::52>> = <<f::float>>
     s = if sign == 1, do: "-", else: ""

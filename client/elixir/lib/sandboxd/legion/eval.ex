@@ -10,6 +10,7 @@ defmodule Sandboxd.Legion.Eval do
   # death `{:error, {:process_crashed, reason}}`.
 
   @doc false
+  @spec run((-> {:ok, term} | {:error, term}), keyword) :: {:ok, term} | {:error, term}
   def run(fun, limits) do
     parent = self()
     callers = [parent | Process.get(:"$callers", [])]

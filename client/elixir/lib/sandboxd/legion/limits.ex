@@ -20,6 +20,7 @@ defmodule Sandboxd.Legion.Limits do
   @order %{"low" => 0, "normal" => 1, "high" => 2}
   @passed [:cpu_ms, :max_output_bytes, :max_bindings_bytes, :max_tool_calls]
 
+  @spec map(keyword, map) :: map
   def map(limits, info) do
     max = info["maximums"] || %{}
 
