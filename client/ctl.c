@@ -66,6 +66,7 @@ static const struct {
     {"method_not_found", CTL_EXIT_USAGE},
     {"code_too_large", CTL_EXIT_USAGE},
     {"message_too_large", CTL_EXIT_USAGE},
+    {"session_not_found", CTL_EXIT_USAGE},
     {"timeout", CTL_EXIT_LIMIT},
     {"memory_limit", CTL_EXIT_LIMIT},
     {"reductions_limit", CTL_EXIT_LIMIT},

@@ -268,6 +268,7 @@ static json_t *describe_new(const struct sup *s)
         json_object_set_new(json_object_get(d, "state"), "sessions",
                             json_integer((json_int_t)s->n_sessions)) < 0 ||
         json_object_set_new(d, "features", features_new()) < 0 ||
+        json_object_set_new(d, "error_kinds", rpc_kinds_new()) < 0 ||
         health_put(s, json_object_get(d, "state")) < 0) {
         json_decref(d);
         return NULL;

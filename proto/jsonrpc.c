@@ -518,6 +518,18 @@ int rpc_kind_known(const char *kind)
     return rpc_kind_code(kind) != 0;
 }
 
+json_t *rpc_kinds_new(void)
+{
+    json_t *o = json_object();
+
+    for (size_t i = 0; o && i < sizeof kinds / sizeof kinds[0]; i++)
+        if (json_object_set_new(o, kinds[i].kind, json_integer(kinds[i].code)) < 0) {
+            json_decref(o);
+            return NULL;
+        }
+    return o;
+}
+
 /* ------------------------------------------------------------------------
  * Construction
  * --------------------------------------------------------------------- */

@@ -121,6 +121,10 @@ const char *rpc_cstring(const json_t *s);
 int rpc_kind_code(const char *kind);
 /* Nonzero if kind names one of the contract's kinds. */
 int rpc_kind_known(const char *kind);
+/* Every kind with its code, {"parse_error": -32700, ...}: a new reference,
+ * or NULL when out of memory.  describe reports it, so that clients' tables
+ * are checked against the daemon's (tests/integration/test_error_kinds.py). */
+json_t *rpc_kinds_new(void);
 
 /* {"jsonrpc":"2.0","id":id,"result":result}.  id borrowed (NULL -> null),
  * result stolen; a NULL result (a failed constructor) gives NULL. */
