@@ -66,6 +66,39 @@ static void test_raw_bytes_agree(void **state)
     assert_int_equal(d.failed, 0);
 }
 
+/* The bills docs/protocol.md and charge.h let a reader compute. */
+static void test_documented_bills(void **state)
+{
+    static const struct {
+        const char *code;
+        uint64_t steps;
+    } bills[] = {
+        {"return mine_on.find('aab', 'a+b')", 7},     /* the example in protocol.md */
+        {"return mine_on.find('a', '()')", 4},        /* 2 bytes, '()', the end */
+        {"return mine_on.find('xyz', '%d')", 2 + 4},  /* 2 bytes, 4 positions */
+        {"return mine_on.find('xyz', 'y')", 0},       /* plain: 3 bytes / 64 */
+        {"return mine_on.gsub('aab', '', '-')", 7},   /* n stops at #s + 1 tries */
+        /* 4 bytes, %b and the 2 characters it passes, the end */
+        {"return mine_on.match('(x)', '%b()')", 4 + 1 + 2 + 1},
+        /* 3 bytes, a-, '$' tried at 4 positions, the 2nd and 3rd 'a' */
+        {"return mine_on.match('aaa', 'a-$')", 3 + 1 + 4 + 2},
+    };
+    struct pd d;
+
+    (void)state;
+    assert_int_equal(pd_open(&d), 0);
+    for (size_t i = 0; i < sizeof bills / sizeof bills[0]; i++) {
+        uint64_t before = d.paid;
+
+        assert_int_equal(luaL_dostring(d.L, bills[i].code), LUA_OK);
+        if (d.paid - before != bills[i].steps)
+            printf("%s: %llu steps\n", bills[i].code, (unsigned long long)(d.paid - before));
+        assert_int_equal(d.paid - before, bills[i].steps);
+        lua_settop(d.L, 0);
+    }
+    pd_close(&d);
+}
+
 /* The generator reaches what it is for: matches, captures, each error. */
 static void test_cases_reach_every_outcome(void **state)
 {
@@ -101,6 +134,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agrees_with_stock),
         cmocka_unit_test(test_raw_bytes_agree),
+        cmocka_unit_test(test_documented_bills),
         cmocka_unit_test(test_cases_reach_every_outcome),
     };
 
