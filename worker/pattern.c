@@ -833,8 +833,10 @@ static int find_aux(lua_State *L, int find)
         const char *hit = lp == 0 ? s + off : lp > ls - off ? NULL
                         : memmem(s + off, ls - off, p, lp);
         size_t seen = hit != NULL ? (size_t)(hit - s) + lp - off : ls - off;
+        uint64_t units = (uint64_t)(special + seen) / CHARGE_BYTES;
+        uint64_t room = c->room != NULL && units != 0 ? c->room(L, c->ud) : UINT64_MAX;
 
-        charge_pay(L, c, (uint64_t)(special + seen) / CHARGE_BYTES);
+        charge_pay(L, c, units > room ? room + 1 : units);     /* up to the crossing step */
         if (hit == NULL) {
             lua_pushnil(L);
             return 1;

@@ -238,3 +238,15 @@ def test_pattern_steps_counted_in_bulk_stop_at_the_budget(client):
     r = client.execute(code, limits={"max_reductions": 10000000})
     assert r.ok and r.result["value"] is None, r
     assert 1000000 < r.result["stats"]["reductions"] < 1100000, r
+
+
+def test_plain_find_stops_at_the_budget(client):
+    """A plain find is paid after its search, by the bytes it passed, and
+    only up to the step that crosses the budget; with room, in full."""
+    code = "local s = string.rep('a', 1000000) return s:find('b', 1, true)"
+    r = client.execute(code, limits={"max_reductions": 20000})
+    assert r.kind == "reductions_limit", r
+    assert r.data["stats"]["reductions"] == 20001, r
+    r = client.execute(code, limits={"max_reductions": 100000})
+    assert r.ok and r.result["value"] is None, r
+    assert 15625 * 2 <= r.result["stats"]["reductions"] < 15625 * 2 + 100, r
