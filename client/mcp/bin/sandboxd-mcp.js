@@ -1,24 +1,31 @@
 #!/usr/bin/env node
-// sandboxd-mcp - an MCP server over stdio with one tool, execute_lua, whose
-// Lua (run in sandboxd) calls the tools of the MCP servers in SERVERS.json.
+// sandboxd-mcp - an MCP server with one tool, execute_lua, whose Lua (run in
+// sandboxd) calls the tools of the MCP servers in SERVERS.json.
 //
 //   sandboxd-mcp --config SERVERS.json [--socket PATH] [--timeout-ms N] [--max-result-chars N]
 //                [--catalog-chars N] [--queue-wait-ms N] [--idle-timeout-ms N] [--no-sessions]
-//                [--priority low|normal|high]
+//                [--priority low|normal|high] [--confirm destructive|all|none]
+//                [--without-elicitation refuse|allow] [--http ADDRESS [--allow-remote]]
 //
 // SERVERS.json: {"mcpServers": {"NAME": {"command": "...", "args": [...],
-// "env": {...}, "allow": [...], "deny": [...]}}} (the shape MCP hosts use).
-// Stops, with its downstream servers, when the host closes stdin or on
-// SIGTERM/SIGINT.  Messages of the bridge itself go to stderr.
+// "env": {...}} or {"url": "...", "headers": {...}, "type": "http"|"sse"},
+// each with optional "allow", "deny", "confirm"}} (the shape MCP hosts use).
+// Serves over stdio, and stops, with its downstream servers, when the host
+// closes stdin; with --http over Streamable HTTP at http://ADDRESS/mcp (or a
+// Unix socket path), until SIGTERM/SIGINT.  Messages of the bridge itself go
+// to stderr.
 
 import fs from 'node:fs';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { Bridge, VERSION } from '../src/bridge.js';
+import { Bridge, VERSION, UNCONFIRMED } from '../src/bridge.js';
+import { CONFIRM } from '../src/downstream.js';
 import { MIN_RESULT_CHARS } from '../src/render.js';
+import { serveHttp, parseAddress, isLoopback } from '../src/http.js';
 
 const USAGE = 'usage: sandboxd-mcp --config SERVERS.json [--socket PATH] [--timeout-ms N] [--max-result-chars N]\n' +
   '                    [--catalog-chars N] [--queue-wait-ms N] [--idle-timeout-ms N] [--no-sessions]\n' +
-  '                    [--priority low|normal|high]\n' +
+  '                    [--priority low|normal|high] [--confirm destructive|all|none]\n' +
+  '                    [--without-elicitation refuse|allow] [--http ADDRESS] [--allow-remote]\n' +
   'Under the MCP Inspector, whose own --config would take this one, put -- before node:\n' +
   '  npx @modelcontextprotocol/inspector --cli --method tools/list -- node sandboxd-mcp.js --config SERVERS.json';
 
@@ -54,11 +61,33 @@ function parse(argv) {
       o.priority = val();
       if (!['low', 'normal', 'high'].includes(o.priority)) die(`--priority takes low, normal or high, not "${o.priority}"`);
     }
+    else if (a === '--confirm') {
+      o.confirm = val();
+      if (!CONFIRM.includes(o.confirm)) die(`--confirm takes ${CONFIRM.join(', ')}, not "${o.confirm}"`);
+    }
+    else if (a === '--without-elicitation') {
+      o.withoutElicitation = val();
+      if (!UNCONFIRMED.includes(o.withoutElicitation)) {
+        die(`--without-elicitation takes ${UNCONFIRMED.join(' or ')}, not "${o.withoutElicitation}"`);
+      }
+    }
+    else if (a === '--http') {
+      try {
+        o.http = parseAddress(val());
+      } catch (e) {
+        die(`--http: ${e.message}`);
+      }
+    }
+    else if (a === '--allow-remote') o.allowRemote = true;
     else if (a === '--version') { process.stdout.write(`sandboxd-mcp ${VERSION}\n`); process.exit(0); }
     else if (a === '--help' || a === '-h') { process.stdout.write(`${USAGE}\n`); process.exit(0); }
     else die(`unknown argument "${a}"\n${USAGE}`);
   }
   if (!o.config) die(`--config is required\n${USAGE}`);
+  if (o.http?.host && !isLoopback(o.http.host) && !o.allowRemote) {
+    die(`--http ${o.http.host}: not a loopback address. The bridge neither authenticates nor encrypts: ` +
+      'serve it on 127.0.0.1 behind a proxy that does both, or add --allow-remote if that proxy is elsewhere');
+  }
   return o;
 }
 
@@ -82,27 +111,42 @@ try {
     idleTimeoutMs: opts.idleTimeoutMs,
     sessions: opts.sessions,
     limits: opts.priority ? { priority: opts.priority } : undefined,
+    confirm: opts.confirm,
+    withoutElicitation: opts.withoutElicitation,
   });
 } catch (e) {
   die(`${opts.config}: ${e.message}`, 1);
 }
 
 let stopping = false;
+let http = null;
 async function stop(code = 0) {
   if (stopping) return;
   stopping = true;
   const t = setTimeout(() => process.exit(code), 5000);
   t.unref();
+  await http?.close().catch(() => {});
   await bridge.close().catch(() => {});
   process.exit(code);
 }
 process.on('SIGTERM', () => stop(0));
 process.on('SIGINT', () => stop(0));
-process.stdin.on('end', () => stop(0));
-process.stdin.on('close', () => stop(0));
 
 await bridge.start();
-const transport = new StdioServerTransport();
-transport.onclose = () => stop(0);
-await bridge.connect(transport);
-process.stderr.write(`sandboxd-mcp: serving execute_lua over stdio (${bridge.catalog.length} server(s))\n`);
+if (opts.http) {
+  try {
+    http = await serveHttp(bridge, opts.http);
+  } catch (e) {
+    process.stderr.write(`sandboxd-mcp: --http: cannot listen: ${e.message}\n`);
+    await stop(1);
+  }
+  process.stderr.write(`sandboxd-mcp: serving execute_lua over Streamable HTTP at ${http.url} ` +
+    `(${bridge.catalog.length} server(s))\n`);
+} else {
+  process.stdin.on('end', () => stop(0));
+  process.stdin.on('close', () => stop(0));
+  const transport = new StdioServerTransport();
+  transport.onclose = () => stop(0);
+  await bridge.connect(transport);
+  process.stderr.write(`sandboxd-mcp: serving execute_lua over stdio (${bridge.catalog.length} server(s))\n`);
+}

@@ -5,7 +5,8 @@
 // buildCatalog(downstreams) maps every running server and its tools to Lua
 // identifiers (names.js).  catalogText(catalog, budget) renders the catalog
 // at the richest level that fits `budget` characters: each tool with its
-// argument summary and the first line of its description (cut at 120
+// argument summary, its marks (its annotations, and `asks the user` when the
+// confirmation policy covers it: confirm.js) and the first line of its description (cut at 120
 // characters, then shorter, down to 30), then signatures only, then tool
 // names only, then one line per server with its count; servers that still
 // do not fit are counted in a last line.  Whatever is left out is reachable from Lua: `mcp.tools()` (or
@@ -15,6 +16,7 @@
 // descriptions.
 
 import { luaName } from './names.js';
+import { marks } from './confirm.js';
 
 export const HELPER = 'mcp';
 
@@ -40,15 +42,18 @@ export function firstLine(s, max = 240) {
   return `${(space > max / 2 ? cut.slice(0, space) : cut).replace(/[\s,;:.-]+$/, '')}...`;
 }
 
-/** [{downstream, lua, fns: [{tool, lua}]}] for the servers that started. */
-export function buildCatalog(downstreams) {
+/**
+ * [{downstream, lua, fns: [{tool, lua, confirm}]}] for the servers that
+ * started; confirm is why a call asks the user (confirmReason(d, tool)), or null.
+ */
+export function buildCatalog(downstreams, confirmReason = () => null) {
   const tables = new Set();
   const catalog = [];
   for (const d of downstreams) {
     if (d.error) continue;
     const lua = luaName(d.name, tables);
     const fnNames = new Set();
-    const fns = d.tools.map((t) => ({ tool: t, lua: luaName(t.name, fnNames) }));
+    const fns = d.tools.map((t) => ({ tool: t, lua: luaName(t.name, fnNames), confirm: confirmReason(d, t) }));
     catalog.push({ downstream: d, lua, fns });
   }
   return catalog;
@@ -62,10 +67,15 @@ function mapped(f) {
   return f.lua === f.tool.name ? '' : ` [MCP tool "${f.tool.name}"]`;
 }
 
+function marked(f) {
+  const m = marks(f.tool, f.confirm);
+  return m.length ? ` [${m.join(', ')}]` : '';
+}
+
 /** One tool as a catalog line; desc = how much of its description (0: none). */
 export function toolLine(c, f, desc) {
   const d = desc ? firstLine(f.tool.description, desc) : '';
-  return `${c.lua}.${f.lua}(${argSummary(f.tool.inputSchema)})${mapped(f)}${d ? ` -- ${d}` : ''}`;
+  return `${c.lua}.${f.lua}(${argSummary(f.tool.inputSchema)})${mapped(f)}${marked(f)}${d ? ` -- ${d}` : ''}`;
 }
 
 // The levels of detail, richest first: a description cut at each length,
@@ -82,7 +92,7 @@ function serverBlock(c, level) {
     const desc = level < DESC.length ? DESC[level] : 0;
     for (const f of c.fns) out.push(`- ${toolLine(c, f, desc)}`);
   } else if (level === DESC.length + 1) {
-    out.push(`${c.fns.length} tools: ${c.fns.map((f) => `${f.lua}${mapped(f)}`).join(', ')}`);
+    out.push(`${c.fns.length} tools: ${c.fns.map((f) => `${f.lua}${mapped(f)}${f.confirm ? ' (asks the user)' : ''}`).join(', ')}`);
   } else {
     out.push(`${c.fns.length} tools: \`mcp.tools("${c.lua}")\` lists them`);
   }
@@ -166,6 +176,8 @@ export function helperFunctions(getCatalog) {
         arguments: f.tool.inputSchema ?? {},
       };
       if (f.tool.outputSchema) out.returns = f.tool.outputSchema;
+      if (f.tool.annotations) out.annotations = f.tool.annotations;
+      if (f.confirm) out.asks_the_user = f.confirm;
       return out;
     },
   };

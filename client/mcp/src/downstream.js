@@ -1,27 +1,115 @@
 // downstream.js - one downstream MCP server, as the bridge's MCP client.
 //
-// A Downstream starts its server over stdio (the configured `env` merged
-// onto the SDK's default environment, never the bridge's whole environment;
-// the server's stderr goes to the bridge's stderr), lists its tools (every
-// page), applies the `allow`/`deny` lists, and re-lists when the server sends
-// notifications/tools/list_changed (then calls onToolsChanged).  call() runs
-// one tool with the caller's abort signal and timeout.
+// A server entry is either local or remote:
+//   {"command": "...", "args": [...], "env": {...}, "cwd": "..."}  started over stdio (the
+//       configured `env` merged onto the SDK's default environment, never the bridge's
+//       whole environment; the server's stderr goes to the bridge's stderr);
+//   {"url": "https://...", "headers": {...}, "type": "http" | "sse"}  reached over Streamable
+//       HTTP, falling back to the older HTTP+SSE transport when the Streamable HTTP
+//       handshake fails with an HTTP 4xx other than 401/403 (what the MCP specification
+//       asks of clients that support both); "type": "sse" goes to SSE directly.
+// resolveSpec() checks an entry and expands `${NAME}` in its url, headers and env values
+// from the bridge's environment (`$$` is a literal `$`); a variable that is not set is an
+// error of the configuration, so the bridge does not start.
 //
-// State: `tools` is the current list; `error` is set when the server failed
-// to start (it is then left out) and `exited` once it is gone.  close()
-// stops the server process (the SDK closes its stdin, then SIGTERM, then
-// SIGKILL).
+// A Downstream connects, lists its tools (every page), applies the `allow`/`deny` lists,
+// and re-lists when the server sends notifications/tools/list_changed (then calls
+// onToolsChanged).  call() runs one tool with the caller's abort signal and timeout.
+//
+// State: `tools` is the current list; `error` is set when the server failed to start (it
+// is then left out) and `exited` once it is gone.  close() stops a local server (the SDK
+// closes its stdin, then SIGTERM, then SIGKILL) and ends a remote server's session.
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const VERSION = '1.0.0';
+export const CONFIRM = ['destructive', 'all', 'none'];
+const TYPES = { http: 'http', 'streamable-http': 'http', streamableHttp: 'http', sse: 'sse', stdio: 'stdio' };
+
+/** Expand `${NAME}` (and `$$`) in s from env; `where` names the field in errors. */
+export function expand(s, env, where) {
+  if (typeof s !== 'string') throw new Error(`${where} must be a string`);
+  return s.replace(/\$\$|\$\{([^}]*)\}/g, (m, name) => {
+    if (m === '$$') return '$';
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+      throw new Error(`${where}: "\${${name}}" is not an environment variable name`);
+    }
+    if (env[name] === undefined) {
+      throw new Error(`${where} names the environment variable ${name}, which is not set`);
+    }
+    return env[name];
+  });
+}
+
+function strings(obj, env, where) {
+  if (obj === undefined) return undefined;
+  if (!obj || typeof obj !== 'object' || Array.isArray(obj)) throw new Error(`"${where}" must be an object`);
+  return Object.fromEntries(Object.entries(obj).map(([k, v]) =>
+    [k, expand(typeof v === 'number' || typeof v === 'boolean' ? String(v) : v, env, `${where}.${k}`)]));
+}
+
+/**
+ * The checked entry: {kind: 'stdio', command, args, env, cwd} or {kind: 'http' | 'sse' |
+ * 'auto', url, headers}, with allow, deny and confirm.  Throws on a bad entry.
+ */
+export function resolveSpec(spec, env = process.env) {
+  if (!spec || typeof spec !== 'object' || Array.isArray(spec)) throw new Error('its entry must be an object');
+  const out = { allow: spec.allow, deny: spec.deny };
+  for (const k of ['allow', 'deny']) {
+    if (spec[k] !== undefined && !(Array.isArray(spec[k]) && spec[k].every((x) => typeof x === 'string'))) {
+      throw new Error(`"${k}" must be a list of tool names`);
+    }
+  }
+  const c = spec.confirm;
+  if (c !== undefined && !CONFIRM.includes(c) && !(Array.isArray(c) && c.every((x) => typeof x === 'string'))) {
+    throw new Error(`"confirm" takes ${CONFIRM.join(', ')} or a list of tool names, not ${JSON.stringify(c)}`);
+  }
+  out.confirm = c;
+  const type = spec.type ?? spec.transport;
+  if (type !== undefined && !TYPES[type]) {
+    throw new Error(`"type" ${JSON.stringify(type)} is not one of ${Object.keys(TYPES).join(', ')}`);
+  }
+  if (spec.url !== undefined) {
+    if (spec.command !== undefined) throw new Error('it has both "url" and "command"');
+    if (TYPES[type] === 'stdio') throw new Error('"type": "stdio" needs a "command", not a "url"');
+    const url = expand(spec.url, env, '"url"');
+    let parsed;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new Error(`"url" ${JSON.stringify(spec.url)} is not a URL`);
+    }
+    if (!['http:', 'https:'].includes(parsed.protocol)) throw new Error(`"url" must be http: or https:, not ${parsed.protocol}`);
+    out.kind = type === undefined ? 'auto' : TYPES[type];
+    out.url = parsed;
+    out.headers = strings(spec.headers, env, 'headers') ?? {};
+    return out;
+  }
+  if (type !== undefined && TYPES[type] !== 'stdio') throw new Error(`"type": "${type}" needs a "url"`);
+  const { command, args = [], cwd } = spec;
+  if (typeof command !== 'string' || command === '') throw new Error('it has neither "command" nor "url"');
+  if (!Array.isArray(args) || !args.every((a) => typeof a === 'string')) throw new Error('"args" must be an array of strings');
+  return { ...out, kind: 'stdio', command, args, cwd, env: strings(spec.env, env, 'env') };
+}
+
+/** Streamable HTTP failed in a way that says the server may only speak the older SSE transport. */
+function sseMayWork(e) {
+  return e instanceof StreamableHTTPError && typeof e.code === 'number' && e.code >= 400 && e.code < 500 &&
+    e.code !== 401 && e.code !== 403;
+}
 
 export class Downstream {
+  /**
+   * @param {string} name
+   * @param {object} spec  a resolveSpec() entry
+   */
   constructor(name, spec, { log, onToolsChanged, startTimeoutMs = 20000 } = {}) {
     this.name = name;
-    this.spec = spec ?? {};
+    this.spec = spec;
     this.log = log ?? (() => {});
     this.onToolsChanged = onToolsChanged ?? (() => {});
     this.startTimeoutMs = startTimeoutMs;
@@ -30,36 +118,65 @@ export class Downstream {
     this.exited = null;
     this.client = null;
     this.transport = null;
+    this.via = null; // 'stdio' | 'http' | 'sse' once connected
   }
 
-  async start() {
-    const { command, args = [], env, cwd } = this.spec;
+  _transport(kind) {
+    const s = this.spec;
+    if (kind === 'stdio') {
+      return new StdioClientTransport({ command: s.command, args: s.args, env: s.env, cwd: s.cwd, stderr: 'inherit' });
+    }
+    const requestInit = { headers: s.headers };
+    if (kind === 'sse') return new SSEClientTransport(s.url, { requestInit });
+    return new StreamableHTTPClientTransport(s.url, { requestInit });
+  }
+
+  async _connect(kind) {
+    this.transport = this._transport(kind);
+    const client = new Client({ name: 'sandboxd-mcp', version: VERSION });
+    this.client = client;
+    let up = false; // a handshake that fails closes its client: that is not an exit
+    client.onclose = () => {
+      if (up && this.client === client && !this.exited) this.exited = kind === 'stdio' ? 'the server exited' : 'the connection closed';
+    };
+    let timer;
     try {
-      if (typeof command !== 'string' || command === '') {
-        throw new Error('no "command" in its configuration (only stdio servers are supported)');
-      }
-      if (!Array.isArray(args) || !args.every((a) => typeof a === 'string')) {
-        throw new Error('"args" must be an array of strings');
-      }
-      this.transport = new StdioClientTransport({
-        command,
-        args,
-        env: env && typeof env === 'object' ? Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)])) : undefined,
-        cwd,
-        stderr: 'inherit',
-      });
-      this.client = new Client({ name: 'sandboxd-mcp', version: VERSION });
-      this.client.onclose = () => {
-        if (!this.exited) this.exited = 'the server exited';
-      };
-      let timer;
       await Promise.race([
         this.client.connect(this.transport),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`no MCP handshake within ${this.startTimeoutMs} ms`)),
             this.startTimeoutMs);
         }),
-      ]).finally(() => clearTimeout(timer));
+      ]);
+    } catch (e) {
+      this.client = null;
+      await client.close().catch(() => {});
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
+    up = true;
+    this.via = kind;
+  }
+
+  async start() {
+    const { kind } = this.spec;
+    try {
+      if (kind === 'auto') {
+        try {
+          await this._connect('http');
+        } catch (e) {
+          if (!sseMayWork(e)) throw e;
+          this.log(`server "${this.name}": Streamable HTTP failed (HTTP ${e.code}: ${e.message}); trying SSE`);
+          try {
+            await this._connect('sse');
+          } catch (e2) {
+            throw new Error(`Streamable HTTP: ${e.message}; SSE: ${e2.message}`);
+          }
+        }
+      } else {
+        await this._connect(kind);
+      }
       this.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
         this.relist().then(() => this.onToolsChanged(this), (e) => {
           this.log(`server "${this.name}": re-listing tools failed: ${e.message}`);
@@ -111,7 +228,7 @@ export class Downstream {
       return await this.client.callTool({ name, arguments: args }, undefined,
         { signal: own.signal, timeout, onprogress, resetTimeoutOnProgress: false });
     } catch (e) {
-      if (this.exited) throw new Error(`server "${this.name}" exited during the call (${e.message})`);
+      if (this.exited) throw new Error(`server "${this.name}" ${this.via === 'stdio' ? 'exited' : 'closed the connection'} during the call (${e.message})`);
       throw e;
     } finally {
       signal?.removeEventListener('abort', onAbort);
@@ -120,10 +237,17 @@ export class Downstream {
 
   async close() {
     const c = this.client;
+    const t = this.transport;
     if (!this.exited) this.exited = 'stopped';
     try {
+      // a remote server's session ends with a DELETE, at most a second's wait
+      if (c && t instanceof StreamableHTTPClientTransport && t.sessionId) {
+        let timer;
+        await Promise.race([t.terminateSession().catch(() => {}),
+          new Promise((r) => { timer = setTimeout(r, 1000); })]).finally(() => clearTimeout(timer));
+      }
       if (c) await c.close();
-      else await this.transport?.close();
+      else await t?.close();
     } catch {
       // already gone
     }

@@ -22,9 +22,36 @@
 // (for hosts that show the model structuredContent alone).  The text budget is lowered until text and
 // structuredContent fit together.
 //
-// MIN_RESULT_CHARS is the smallest bound accepted.
+// MIN_RESULT_CHARS is the smallest bound accepted.  OUTPUT_SCHEMA is
+// execute_lua's outputSchema: the JSON Schema of both shapes of
+// structuredContent (a cut value is null, which `value`'s empty schema allows).
 
 export const MIN_RESULT_CHARS = 400;
+
+const strings = { type: 'array', items: { type: 'string' } };
+export const OUTPUT_SCHEMA = {
+  type: 'object',
+  properties: {
+    value: { description: 'What the chunk returned, as JSON; null when it was cut (value_truncated)' },
+    output: { type: 'string', description: 'What the chunk printed (its head when cut)' },
+    binding_names: { ...strings, description: 'The data globals saved after the call' },
+    truncated: { type: 'boolean' },
+    value_truncated: { type: 'boolean' },
+    output_truncated: { type: 'boolean' },
+    notes: { ...strings, description: 'What became of the Lua state, and calls run without confirmation' },
+    error: {
+      type: 'object',
+      description: 'Present when the call failed (isError): the kind of error and its message',
+      properties: { kind: { type: 'string' }, message: { type: 'string' }, running_ms: { type: 'number' } },
+      required: ['kind', 'message'],
+    },
+  },
+  required: ['output', 'truncated', 'output_truncated'],
+  anyOf: [
+    { required: ['value', 'binding_names', 'value_truncated'] },
+    { required: ['error'] },
+  ],
+};
 
 const fmt = (n) => n.toLocaleString('en-US');
 

@@ -22,7 +22,8 @@
 // answers busy), is served with stateless executions and bindings (data
 // globals only), as before sessions; the model is told when that starts.
 //
-// run() is called one at a time (the bridge's queue); it resolves
+// run() is called one at a time (the bridge's queue), with the execution's
+// onOutput for live output when the host wants it; it resolves
 // { ok, result | error, bindingNames, notes } and never rejects for a
 // daemon error.
 
@@ -130,7 +131,7 @@ export class LuaState {
    * @returns {Promise<{ok: true, result: object, bindingNames: string[]|null, notes: string[]}
    *   | {ok: false, error: any, notes: string[]}>}
    */
-  async run(code, { signal, reset = false } = {}) {
+  async run(code, { signal, reset = false, onOutput } = {}) {
     const notes = [];
     if (reset) {
       await this.drop();
@@ -144,11 +145,11 @@ export class LuaState {
       return this._lostConnection(e, notes);
     }
     if (kind === 'session') {
-      const r = await this._runSession(code, signal, notes);
+      const r = await this._runSession(code, signal, notes, onOutput);
       if (r) return r;
       // every session is taken: this call runs without one
     }
-    return this._runBindings(code, signal, notes);
+    return this._runBindings(code, signal, notes, onOutput);
   }
 
   _lostConnection(e, notes) {
@@ -159,7 +160,7 @@ export class LuaState {
     return { ok: false, error: e, notes };
   }
 
-  async _runSession(code, signal, notes) {
+  async _runSession(code, signal, notes, onOutput) {
     const { tools, key } = this.tools();
     const { timeoutMs } = this.settings();
     for (let attempt = 0; ; attempt++) {
@@ -194,7 +195,7 @@ export class LuaState {
       }
       this.mode = 'session';
       try {
-        const result = await this.session.execute(code, { signal, timeoutMs });
+        const result = await this.session.execute(code, { signal, timeoutMs, onOutput });
         await this._save(result.stats);
         return { ok: true, result, bindingNames: this.checkpoint ? this.checkpoint.names : null, notes };
       } catch (e) {
@@ -221,7 +222,7 @@ export class LuaState {
     }
   }
 
-  async _runBindings(code, signal, notes) {
+  async _runBindings(code, signal, notes, onOutput) {
     const { tools } = this.tools();
     const { timeoutMs, limits } = this.settings();
     this.mode = 'bindings';
@@ -232,6 +233,7 @@ export class LuaState {
         timeoutMs,
         limits,
         signal,
+        onOutput,
       });
       this.checkpoint = { bindings: result.bindings, names: result.bindingNames };
       return { ok: true, result, bindingNames: result.bindingNames, notes };

@@ -287,6 +287,32 @@ test('progress: with a progress token, each downstream call sends notifications/
     [[1, 'calling toy.pid'], [2, 'calling everything.get_sum'], [3, 'calling toy.slow']], JSON.stringify(seen));
 });
 
+test('progress: what the chunk prints reaches the host while it runs, rate-limited and bounded', async (t) => {
+  if (!(await sbx.features()).has('stream_output')) {
+    t.skip('daemon without the "stream_output" feature');
+    return;
+  }
+  const seen = [];
+  const t0 = Date.now();
+  // "first", a pause, then a burst of 20,000 lines (108,894 chars), then a slow call (see above)
+  const code = `print('first') local t = os.clock() while os.clock() - t < 0.6 do end
+    for i = 1, 20000 do print(i) end toy.slow({ms = 300}) return 1`;
+  const r = await bridge.host.callTool({ name: 'execute_lua', arguments: { code } },
+    undefined, { onprogress: (p) => seen.push({ ...p, at: Date.now() - t0 }), timeout: 30000 * SCALE });
+  assert.equal(value(r), 1);
+  const printed = seen.filter((p) => p.message.startsWith('printed'));
+  assert.equal(printed[0].message, 'printed:\nfirst\n');
+  assert.ok(printed[0].at + 300 <= printed[1].at, JSON.stringify(printed.map((p) => p.at))); // sent during the pause
+  assert.ok(seen.every((p, i) => p.progress === i + 1));
+  assert.equal(seen.at(-1).message, 'calling toy.slow');
+  // at most one per 250 ms, each at most 2,000 chars of output (and its header), 64 KiB in all
+  assert.ok(printed.length <= 2 + Math.ceil((seen.at(-1).at - printed[0].at) / 250), JSON.stringify(seen.map((p) => p.at)));
+  for (const p of printed.slice(1)) assert.match(p.message, /^printed \([\d,]+ chars before this not shown\):\n\d+\n|^printed:\n/);
+  assert.ok(printed.every((p) => p.message.length <= 2000 + 60));
+  assert.match(printed.at(-1).message, /\n20000\n$/); // the last of the burst
+  assert.equal(r.structuredContent.output_truncated, true); // the result keeps its bound
+});
+
 test('parallel over downstream tools (when the daemon has it)', async (t) => {
   if (!(await sbx.features()).has('parallel')) {
     t.skip('daemon without the "parallel" feature');

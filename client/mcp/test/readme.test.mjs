@@ -19,8 +19,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { spawn } from 'node:child_process';
 import { Bridge } from '../src/bridge.js';
 import { MIN_RESULT_CHARS } from '../src/render.js';
+import { refusal } from '../src/confirm.js';
 import { startDaemon, SCALE } from '../../node/test/daemon.mjs';
 import { readme, claim, shLines } from '../../node/test/readme.mjs';
 
@@ -36,6 +38,9 @@ const blockOf = (lang, start) => {
   return b.body;
 };
 const SERVERS_START = '{\n  "mcpServers": {\n    "everything"';
+const REMOTE_START = '{\n  "mcpServers": {\n    "github"';
+const SYNOPSIS_START = 'node client/mcp/bin/sandboxd-mcp.js --config servers.json [--socket';
+const HTTP_START = 'node client/mcp/bin/sandboxd-mcp.js --config servers.json --http';
 const HOST_START = '{\n  "mcpServers": {\n    "sandboxd"';
 
 let d;
@@ -143,6 +148,56 @@ async function serversJson(body) {
   for (const t of cfg.mcpServers.filesystem.deny) assert.ok(!listing.includes(`filesystem.${t}(`), t);
 }
 
+/** The remote servers: url, headers with ${GITHUB_TOKEN}, type; without the variable, the
+ * bridge refuses to start with the message the prose quotes. */
+function remoteServers(body) {
+  const cfg = JSON.parse(body);
+  const b = new Bridge({ config: cfg, env: { GITHUB_TOKEN: 'secret' }, log: () => {} });
+  const [github, legacy] = b.downstreams;
+  assert.deepEqual([github.spec.kind, github.spec.headers, github.spec.confirm], ['auto', { Authorization: 'Bearer secret' }, 'destructive']);
+  assert.deepEqual([legacy.spec.kind, legacy.spec.url.href], ['sse', 'http://127.0.0.1:3001/sse']);
+  b.sandboxd.close();
+  assert.throws(() => new Bridge({ config: cfg, env: {}, log: () => {} }), (e) => {
+    assert.ok(README.text.replace(/\s+/g, ' ').includes(`(\`${e.message}\`)`), e.message);
+    return true;
+  });
+}
+
+const httpAddress = () => /--http (\S+)$/.exec(shLines(blockOf('sh', HTTP_START))[0])[1];
+
+/** The host's block for --http: the url the bridge serves at that address. */
+function httpHost(body) {
+  assert.deepEqual(JSON.parse(body).mcpServers.sandboxd, { type: 'http', url: `http://${httpAddress()}/mcp` });
+}
+
+/** --http ADDRESS: run as written (on port 0, with no servers), it serves at http://ADDRESS/mcp. */
+async function httpServe(body) {
+  const [line] = shLines(body);
+  const address = httpAddress();
+  const cfg = path.join(tmp, 'none.json');
+  fs.writeFileSync(cfg, '{"mcpServers": {}}');
+  const args = line.split(' ').slice(1).map((a) => ({ 'client/mcp/bin/sandboxd-mcp.js': BIN, 'servers.json': cfg, [address]: address.replace(/\d+$/, '0') })[a] ?? a);
+  const child = spawn(process.execPath, [...args, '--socket', d.socketPath], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (x) => { err += x; });
+  try {
+    const t0 = Date.now();
+    while (!/ at (\S+)/.test(err) && child.exitCode === null && Date.now() - t0 < 60000 * SCALE) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.match(err, new RegExp(`serving execute_lua over Streamable HTTP at http://${address.replace(/\d+$/, '')}\\d+/mcp`));
+  } finally {
+    child.kill('SIGTERM');
+  }
+}
+
+/** What the model reads for a declined call: confirm.test.mjs gets it from the bridge. */
+function declined(body) {
+  assert.equal(body.trim(), `error (runtime_error): files.write_file: ${refusal('declined', 'the tool is marked destructive')}`);
+  const suite = fs.readFileSync(path.join(HERE, 'confirm.test.mjs'), 'utf8');
+  assert.match(suite, /\^error \\\(runtime_error\\\): files\\\.write_file: not run: the user declined this call/);
+}
+
 /** The host's block: the bridge the tests talk to was started from it;
  * its description, with the servers above and the default budget, is as
  * long as the Catalog section says. */
@@ -189,9 +244,13 @@ async function example(body) {
 
 const BLOCKS = [
   ['sh', 'cd client/mcp && npm ci', install],
-  ['sh', 'node client/mcp/bin/sandboxd-mcp.js --config servers.json', synopsis],
+  ['sh', SYNOPSIS_START, synopsis],
   ['json', SERVERS_START, serversJson],
+  ['json', REMOTE_START, remoteServers],
   ['json', HOST_START, hostConfig],
+  ['sh', HTTP_START, httpServe],
+  ['json', '{ "mcpServers": { "sandboxd": { "type": "http"', httpHost],
+  ['', 'error (runtime_error): files.write_file: not run:', declined],
   ['sh', 'npx @modelcontextprotocol/inspector --cli --method tools/list', inspector],
   ['sh', 'npx @modelcontextprotocol/inspector --cli --config host.json', inspector],
   ['', 'error (busy): not run:', busyText],

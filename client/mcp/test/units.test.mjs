@@ -1,12 +1,17 @@
 // The bridge's pure parts: names to Lua identifiers, results to Lua values,
-// results to text within the bound, the catalog within its budget.
+// results to text within the bound and to structuredContent that validates
+// against execute_lua's outputSchema, the catalog within its budget and its
+// marks, the confirmation policy, ${NAME} in the config.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { luaName } from '../src/names.js';
 import { toLuaValue } from '../src/unwrap.js';
-import { renderFailure, renderSuccess } from '../src/render.js';
+import { renderFailure, renderSuccess, OUTPUT_SCHEMA } from '../src/render.js';
 import { buildCatalog, catalogText, firstLine, helperFunctions } from '../src/catalog.js';
+import { confirmReason, marks } from '../src/confirm.js';
+import { resolveSpec } from '../src/downstream.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv-provider.js';
 
 test('names become Lua identifiers by the contract rule', () => {
   const taken = new Set();
@@ -92,4 +97,68 @@ test('catalog: the richest level that fits the budget, then fewer servers', () =
   assert.equal(h.tools('web', {}).length, 5);
   assert.equal(h.help('files.tool-3', {}).name, 'files.tool_3');
   assert.throws(() => h.help('nope', {}), /no tool or server named "nope"/);
+});
+
+test("outputSchema: every result shape, cut or not, validates with the SDK's validator; a wrong one does not", () => {
+  const validate = new AjvJsonSchemaValidator().getValidator(OUTPUT_SCHEMA);
+  let n = 0;
+  for (const max of [400, 1000, 24000]) {
+    for (const v of [0, 99, 500, 30000]) {
+      for (const o of [0, 50, 100000]) {
+        for (const notes of [[], ['Note: the Lua state was reset before this call.']]) {
+          const s = renderSuccess({ value: v ? { k: 'é'.repeat(v) } : null, output: 'o'.repeat(o), outputTruncated: o > 50000, bindingNames: ['a'], notes }, max);
+          const f = renderFailure({ kind: 'busy', message: 'm'.repeat(v), output: 'o'.repeat(o), notes, extra: { running_ms: 5 } }, max);
+          for (const r of [s, f]) {
+            const got = validate(r.structuredContent);
+            assert.ok(got.valid, `${max}/${v}/${o}: ${got.errorMessage}`);
+            n++;
+          }
+        }
+      }
+    }
+  }
+  assert.equal(n, 144);
+  const ok = renderSuccess({ value: 1, output: '' }, 1000).structuredContent;
+  for (const bad of [{ ...ok, output: 5 }, { ...ok, value_truncated: undefined }, { output: '', truncated: false, output_truncated: false },
+    { ...renderFailure({ kind: 'x', message: 'y' }, 1000).structuredContent, error: { kind: 'x' } }]) {
+    assert.equal(validate(JSON.parse(JSON.stringify(bad))).valid, false, JSON.stringify(bad));
+  }
+});
+
+test('confirmation policy and catalog marks follow the annotations and the MCP defaults', () => {
+  const tool = (name, annotations) => ({ name, annotations, inputSchema: { type: 'object', properties: {} } });
+  const ro = tool('read', { readOnlyHint: true, openWorldHint: true });
+  const add = tool('add', { readOnlyHint: false, destructiveHint: false, idempotentHint: true });
+  const del = tool('del', { destructiveHint: true });
+  const bare = tool('bare');
+  assert.deepEqual([ro, add, del, bare].map((t) => confirmReason('destructive', t)),
+    [null, null, 'the tool is marked destructive', 'the tool does not say it is read-only or non-destructive']);
+  assert.deepEqual([ro, bare].map((t) => confirmReason('none', t)), [null, null]);
+  assert.deepEqual([ro, bare].map((t) => confirmReason('all', t)), ['every call asks (--confirm all)', 'every call asks (--confirm all)']);
+  assert.deepEqual([ro, bare].map((t) => confirmReason(['bare'], t)), [null, 'its server\'s "confirm" list names it']);
+  const catalog = buildCatalog([{ name: 'fs', tools: [ro, add, del, bare] }], (d, t) => confirmReason('destructive', t));
+  assert.deepEqual(catalogText(catalog, 100000).text.split('\n').slice(1), [
+    '- fs.read({}) [read-only, open-world]',
+    '- fs.add({}) [non-destructive, idempotent]',
+    '- fs.del({}) [destructive, asks the user]',
+    '- fs.bare({}) [asks the user]',
+  ]);
+  assert.match(catalogText(catalog, 120).text, /4 tools: read, add, del \(asks the user\), bare \(asks the user\)/);
+  const h = helperFunctions(() => catalog).help('fs.del', {});
+  assert.deepEqual([h.annotations, h.asks_the_user], [{ destructiveHint: true }, 'the tool is marked destructive']);
+  assert.deepEqual(marks(bare, null), []);
+});
+
+test('${NAME} in url, headers and env comes from the environment; $$ is a dollar', () => {
+  const env = { TOKEN: 'abc', HOST: 'h.example' };
+  const s = resolveSpec({ url: 'https://${HOST}/mcp', headers: { Authorization: 'Bearer ${TOKEN}', 'X-Price': '$$5 ${TOKEN}$' } }, env);
+  assert.equal(s.url.href, 'https://h.example/mcp');
+  assert.deepEqual(s.headers, { Authorization: 'Bearer abc', 'X-Price': '$5 abc$' });
+  assert.equal(s.kind, 'auto');
+  assert.deepEqual(resolveSpec({ command: 'x', env: { A: '${TOKEN}', N: 3 } }, env).env, { A: 'abc', N: '3' });
+  assert.deepEqual(resolveSpec({ command: 'x', args: ['${TOKEN}'] }, env).args, ['${TOKEN}']); // args are left as they are
+  assert.equal(resolveSpec({ url: 'http://x/sse', type: 'sse' }, env).kind, 'sse');
+  assert.throws(() => resolveSpec({ url: 'http://x', headers: { A: '${MISSING}' } }, env), /^Error: headers\.A names the environment variable MISSING, which is not set$/);
+  assert.throws(() => resolveSpec({ url: 'http://x', headers: { A: '${not a name}' } }, env), /is not an environment variable name/);
+  assert.throws(() => resolveSpec({ url: 'http://x', headers: ['A'] }, env), /"headers" must be an object/);
 });

@@ -11,9 +11,10 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateText, streamText, stepCountIs, ToolLoopAgent } from 'ai';
 import { MockLanguageModelV3, convertArrayToReadableStream } from 'ai/test';
-import { createMCPClient } from '@ai-sdk/mcp';
+import { spawn } from 'node:child_process';
+import { createMCPClient, ElicitationRequestSchema } from '@ai-sdk/mcp';
 import { Experimental_StdioMCPTransport as StdioMCPTransport } from '@ai-sdk/mcp/mcp-stdio';
-import { setup, SCALE } from './setup.mjs';
+import { setup, SCALE, until } from './setup.mjs';
 
 let env;
 let client;
@@ -141,4 +142,46 @@ test('abort: the AI SDK gives up without notifications/cancelled; the next call 
   assert.match(results[1].output.value[0].text, /^Note: the Lua state was reset before this call \(the call before this one was interrupted, which ended the Lua session\); it starts from the data globals saved after the last call \(kept\); functions, closures and metatables must be defined again\.\n\n2\n\nglobals kept: kept$/);
   // far less than the 20 s the abandoned call would have held the queue
   assert.ok(took < 8000 * SCALE, `took ${took} ms`);
+});
+
+// The AI SDK's client declares elicitation when the app asks it to, and hands
+// elicitation/create to the app's handler (its user): here over HTTP (--http),
+// with --confirm all.  Declined, the call does not run and the model reads
+// the refusal as the chunk's error text.
+test('over HTTP, with elicitation: the user declines, then accepts; the model reads the refusal', async () => {
+  const child = spawn(process.execPath, [...env.bridgeArgs(['--http', '127.0.0.1:0', '--confirm', 'all'])],
+    { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (x) => { err += x; });
+  let http;
+  try {
+    await until(() => / at (http\S+)/.test(err) || child.exitCode !== null, 60000 * SCALE, 'the bridge to listen');
+    http = await createMCPClient({
+      transport: { type: 'http', url: / at (http\S+)/.exec(err)[1] },
+      capabilities: { elicitation: {} },
+    });
+    const answers = ['decline', 'accept'];
+    const asked = [];
+    http.onElicitationRequest(ElicitationRequestSchema, async (req) => {
+      asked.push(req.params.message);
+      const action = answers.shift();
+      return action === 'accept' ? { action, content: {} } : { action };
+    });
+    const { model, prompts } = scripted([
+      step(call('c1', { code: 'return toy.pid().pid > 0' })),
+      step(call('c2', { code: 'return toy.pid().pid > 0' })),
+      say('done'),
+    ]);
+    const r = await generateText({ model, tools: await http.tools(), prompt: 'go', stopWhen: stepCountIs(4) });
+    assert.equal(r.text, 'done');
+    const results = shown(prompts[2]);
+    assert.equal(results[0].output.value[0].text.split('\n')[0],
+      'error (runtime_error): toy.pid: not run: the user declined this call (asked because every call asks (--confirm all))');
+    assert.deepEqual(results[1].output.value, [{ type: 'text', text: 'true' }]);
+    assert.equal(asked.length, 2);
+    assert.match(asked[0], /^Allow this tool call\? .*the tool "pid" of the MCP server "toy"/);
+  } finally {
+    await http?.close();
+    child.kill('SIGTERM');
+  }
 });

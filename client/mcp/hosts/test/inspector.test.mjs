@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setup, SCALE, BRIDGE, MCP, TOY } from './setup.mjs';
+import { setup, SCALE, BRIDGE, MCP, TOY, until } from './setup.mjs';
 
 const INSPECTOR = path.join(path.dirname(fileURLToPath(import.meta.url)),
   '..', 'node_modules', '@modelcontextprotocol', 'inspector', 'cli', 'build', 'cli.js');
@@ -118,4 +118,23 @@ test('an unknown tool name: a JSON-RPC error -32602, which the Inspector reports
   const r = await inspector(['--cli', '--method', 'tools/call', '--tool-name', 'nope', '--', process.execPath, ...env.bridgeArgs()]);
   assert.notEqual(r.status, 0);
   assert.match(r.err + r.out, /-32602.*unknown tool "nope" \(this server has only execute_lua\)/);
+});
+
+// The Inspector's CLI on a URL: Streamable HTTP (it picks it for a path /mcp).
+test('over HTTP (--http): the Inspector CLI lists and calls execute_lua at the URL', async () => {
+  const child = spawn(process.execPath, [...env.bridgeArgs(['--http', '127.0.0.1:0'])], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (x) => { err += x; });
+  try {
+    await until(() => / at (http\S+)/.test(err) || child.exitCode !== null, 60000 * SCALE, 'the bridge to listen');
+    const url = / at (http\S+)/.exec(err)[1];
+    const tools = json(await inspector(['--cli', url, '--method', 'tools/list']));
+    assert.deepEqual(tools.tools.map((t) => t.name), ['execute_lua']);
+    assert.equal(tools.tools[0].outputSchema.type, 'object');
+    const r = json(await inspector(['--cli', url, '--method', 'tools/call', '--tool-name', 'execute_lua',
+      '--tool-arg', 'code=return toy.pid().pid > 0']));
+    assert.deepEqual([r.structuredContent.value, r.content[0].text], [true, 'true']);
+  } finally {
+    child.kill('SIGTERM');
+  }
 });
