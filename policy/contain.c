@@ -29,6 +29,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -154,6 +155,8 @@ static int unshare_namespaces(int flags)
     return unshare(flags);
 }
 
+static int drop_capabilities(void);
+
 /* The ids are exactly uid/gid (real, effective, saved), there are no
  * supplementary groups, and root cannot be regained. */
 static int verify_dropped(uid_t uid, gid_t gid)
@@ -191,7 +194,15 @@ int contain_drop_privileges(const struct contain_opts *opts)
         setresgid(opts->gid, opts->gid, opts->gid) < 0 ||
         setresuid(opts->uid, opts->uid, opts->uid) < 0)
         return -1;
-    return verify_dropped(opts->uid, opts->gid);
+    if (verify_dropped(opts->uid, opts->gid) < 0)
+        return -1;
+    /* Leaving uid 0 empties the capability sets, but only where 0 is the
+     * namespace's root: in contain_enter_userns_mapped()'s namespace root
+     * is unmapped, and the sets would stay.  So they are emptied here, and
+     * checked, whatever the namespace. */
+    if (MUTANT(WORKER_CAPS_KEPT))
+        return 0;                       /* mutant: capabilities left to the uid change */
+    return drop_capabilities();
 }
 
 /* ---- without root: a user namespace (see contain.h) ---- */
@@ -236,6 +247,84 @@ int contain_enter_userns(uid_t outer_uid, gid_t outer_gid)
     return mount("sandboxd-empty", CONTAIN_USERNS_ROOT, "tmpfs",
                  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                  "size=4k,nr_inodes=1,mode=0555");
+}
+
+/* The helper of contain_enter_userns_mapped(): waits until pid has its new
+ * user namespace (a byte on go; EOF: it failed), then writes its maps, uid
+ * and gid each to itself, from outside.  Exits 0, or with the errno of the
+ * failure. */
+static void write_worker_maps(pid_t pid, int go, uid_t uid, gid_t gid)
+{
+    char path[64], map[64], c;
+
+    if (read(go, &c, 1) != 1)
+        _exit(ECANCELED);
+    snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
+    snprintf(map, sizeof map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+    if (write_file(path, map) < 0)
+        _exit(errno > 0 && errno < 256 ? errno : EPERM);
+    snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
+    snprintf(map, sizeof map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+    if (write_file(path, map) < 0)
+        _exit(errno > 0 && errno < 256 ? errno : EPERM);
+    _exit(0);
+}
+
+int contain_enter_userns_mapped(int ns, uid_t uid, gid_t gid)
+{
+    struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+    struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
+    pid_t self = getpid(), helper;
+    int go[2], rc, err = 0, status;
+
+    if ((ns & ~CONTAIN_NS_ALL) || uid == 0 || gid == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    memset(caps, 0, sizeof caps);
+    if (syscall(SYS_capget, &hdr, caps) < 0 || pipe2(go, O_CLOEXEC) < 0)
+        return -1;
+    helper = fork();
+    if (helper < 0) {
+        err = errno;
+        close(go[0]);
+        close(go[1]);
+        errno = err;
+        return -1;
+    }
+    if (helper == 0) {
+        close(go[1]);
+        write_worker_maps(self, go[0], uid, gid);
+    }
+    close(go[0]);
+    rc = unshare(CLONE_NEWUSER);
+    err = errno;
+    if (rc == 0 && write(go[1], "x", 1) != 1) {
+        rc = -1;
+        err = errno;
+    }
+    close(go[1]);                       /* on a failure the helper reads EOF */
+    while (waitpid(helper, &status, 0) < 0) {
+        if (errno != EINTR) {
+            status = -1;
+            break;
+        }
+    }
+    if (rc < 0) {
+        errno = err;
+        return -1;
+    }
+    if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        errno = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) ? WEXITSTATUS(status)
+                                                                         : EPERM;
+        return -1;
+    }
+    if (ns && unshare(ns) < 0)
+        return -1;
+    /* back to the sets it had: the namespace gave it all of them */
+    if (!MUTANT(USERNS_MAPPED_CAPS) && syscall(SYS_capset, &hdr, caps) < 0)
+        return -1;
+    return 0;
 }
 
 /* Every capability set emptied (effective, permitted, inheritable; with
@@ -393,6 +482,10 @@ int contain_worker(int chan_fd, const struct contain_opts *opts)
     if (opts->drop_privs && contain_drop_privileges(opts) < 0) /* 6 */
         return -1;
     if (!opts->drop_privs && opts->userns && contain_userns_confine(opts) < 0)
+        return -1;
+    /* Neither: a daemon that is not root may still hold capabilities (a
+     * container's ambient set); a worker never does. */
+    if (!opts->drop_privs && !opts->userns && drop_capabilities() < 0)
         return -1;
     /* A change of uid/gid (or of capabilities beyond a subset) clears the
      * parent-death signal (prctl(2)): set it again now that the ids are

@@ -21,10 +21,14 @@
  *      the namespaces the supervisor's start-up probe found permitted; any
  *      failure fails), chroot(opts->chroot_dir) and chdir("/") if chroot_dir
  *      is set, setgroups(0)/setresgid/setresuid, then a check that the ids
- *      stuck and setuid(0) fails; uid or gid 0 is refused (EINVAL);
+ *      stuck and setuid(0) fails, then every capability set emptied and
+ *      checked (the uid change alone does not empty them in a user
+ *      namespace whose root is unmapped); uid or gid 0 is refused (EINVAL);
  *      Without root, when opts->userns (the zygote entered a user namespace
  *      with contain_enter_userns): chroot(opts->chroot_dir), chdir("/"),
  *      and every capability dropped and checked (contain_userns_confine);
+ *      with neither, every capability dropped and checked all the same (a
+ *      daemon that is not root may hold some: a container's ambient set);
  *      then PR_SET_PDEATHSIG(SIGKILL) again and the parent checked again
  *      (contain_die_with): changing credentials clears the parent-death
  *      signal, so step 1's would be gone after a uid/gid drop;
@@ -91,6 +95,23 @@ int contain_drop_privileges(const struct contain_opts *opts);
  * errno (EPERM/EINVAL/ENOSPC where the host forbids user namespaces).
  */
 int contain_enter_userns(uid_t outer_uid, gid_t outer_gid);
+
+/*
+ * As root without CAP_SYS_ADMIN (a container's usual set), the namespaces
+ * through a user namespace instead (once, in the zygote, or in the
+ * start-up probe; the caller must be single-threaded): a new user
+ * namespace that maps the worker's uid and gid, each to itself and
+ * nothing else (written by a helper child that stays outside, with the
+ * caller's CAP_SETUID and CAP_SETGID there; mapping root would need
+ * CAP_SETFCAP, which containers drop), then unshare(ns), a subset of
+ * CONTAIN_NS_ALL; then the caller's capability sets are cut back to what
+ * they were before (the new namespace gave it every capability in it): it
+ * keeps exactly the privileges it had, and its workers drop them as in
+ * step 6, to ids that are the same inside as outside.  0, or -1 with errno
+ * (EPERM, ENOSPC, EINVAL where the host or the runtime's seccomp profile
+ * forbids user namespaces; the helper's errno when a map cannot be written).
+ */
+int contain_enter_userns_mapped(int ns, uid_t uid, gid_t gid);
 
 /* Step 6 of the user-namespace case alone: chroot(opts->chroot_dir),
  * chdir("/"), drop every capability and check.  0, or -1 with errno. */

@@ -152,6 +152,18 @@ void zygote_main(int argc, char **argv)
         opts.gid = (gid_t)strtoul(argv[5], NULL, 10);
         opts.chroot_dir = argv[6][0] ? argv[6] : NULL;
         opts.unshare_flags = (int)strtol(argv[7], NULL, 10) & CONTAIN_NS_ALL;
+        /* Root without CAP_SYS_ADMIN: the start-up probe found the
+         * namespaces only through a user namespace (contain.h).  A
+         * failure now would leave workers with fewer layers than the log
+         * announced. */
+        if (strtol(argv[7], NULL, 10) & CLONE_NEWUSER) {
+            if (contain_enter_userns_mapped(opts.unshare_flags, opts.uid, opts.gid) < 0) {
+                log_err("zygote: cannot enter the namespaces the start-up probe entered: %s",
+                        strerror(errno));
+                _exit(1);
+            }
+            opts.unshare_flags = 0;
+        }
     } else if (strtol(argv[7], NULL, 10) & CLONE_NEWUSER) {
         /* Not root, and the supervisor's probe found user namespaces work:
          * enter them once here; every worker is born inside.  A failure now

@@ -7,6 +7,7 @@ import os
 import pwd
 import shutil
 import stat
+import subprocess
 import time
 
 import pytest
@@ -98,3 +99,69 @@ def test_priority_applies_without_sys_nice(daemon_factory, tmp_path):
     nice = {p: pooled_worker_nice(c, d, p, nobody) for p in ("low", "normal", "high")}
     assert nice == {"low": min(own + 10, 19), "normal": min(own + 5, 19), "high": own}, (nice, own)
     assert "setpriority" not in d.stderr, d.stderr[-2000:]
+
+
+def status_fields(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return {k: v.split() for k, v in (line.split(":", 1) for line in f if ":" in line)}
+
+
+def ns_of(pid, ns):
+    return os.readlink("/proc/%d/ns/%s" % (pid, ns))
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="a root daemon's capabilities")
+def test_namespaces_through_a_user_namespace_without_sys_admin(daemon_factory, tmp_path):
+    """Without CAP_SYS_ADMIN (a container) unshare alone is refused; where
+    user namespaces are allowed the zygote enters one that maps only the
+    worker's ids, so workers still get their own network (and ipc, mnt,
+    uts) namespace; the zygote keeps exactly the daemon's capabilities, the
+    workers none, and the log names why the detour was taken."""
+    if subprocess.run(["setpriv", "--no-new-privs", "--inh-caps=-all", "--bounding-set=" +
+                       ",".join(["-all"] + ["+" + c for c in BASELINE]), "unshare", "-U", "true"],
+                      capture_output=True).returncode != 0:
+        pytest.skip("this host forbids user namespaces without CAP_SYS_ADMIN")
+    d = start_capped(daemon_factory, tmp_path, BASELINE, daemon={"pool_size": 1})
+    text = d.stderr
+    assert "unshare alone is refused (EPERM: the daemon lacks CAP_SYS_ADMIN)" in text, text
+    assert "namespaces user+net+ipc+mnt+uts;" in text, text
+    c = d.client()
+    assert c.value("return os.date('!%Y') == os.date('!%Y', os.time()) and 6 * 7") == 42
+    nobody = pwd.getpwnam("nobody").pw_uid
+    pid = pooled_worker(d, nobody)
+    for ns in ("net", "ipc", "mnt", "uts", "user"):
+        assert ns_of(pid, ns) != ns_of(d.pid, ns), ns
+    w, own = status_fields(pid), status_fields(d.pid)
+    assert w["CapEff"] == w["CapPrm"] == ["0000000000000000"], w
+    assert w["Uid"] == [str(nobody)] * 4, w["Uid"]
+    zygote = [z[0] for z in d.zygotes()]
+    assert len(zygote) == 1, d.children()
+    z = status_fields(zygote[0])
+    assert ns_of(zygote[0], "net") == ns_of(pid, "net")
+    assert z["CapEff"] == own["CapEff"] and z["CapPrm"] == own["CapPrm"], (z, own)
+    assert os.listdir("/proc/%d/root" % pid) == []
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="a root daemon's capabilities")
+def test_workers_get_their_own_network_namespace_as_root(daemon_factory, tmp_path):
+    """With every capability, workers' namespaces come from unshare alone."""
+    d = start_capped(daemon_factory, tmp_path, ["all"], daemon={"pool_size": 1})
+    assert "namespaces net+ipc+mnt+uts;" in d.stderr, d.stderr
+    pid = pooled_worker(d, pwd.getpwnam("nobody").pw_uid)
+    for ns in ("net", "ipc", "mnt", "uts"):
+        assert ns_of(pid, ns) != ns_of(d.pid, ns), ns
+    assert ns_of(pid, "user") == ns_of(d.pid, "user")
+    assert status_fields(pid)["CapEff"] == ["0000000000000000"]
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="a root daemon's capabilities")
+def test_a_refused_chroot_names_the_missing_capability(daemon_factory, tmp_path):
+    """Without CAP_SYS_CHROOT the daemon refuses to start and says what it
+    lacks, not only "Operation not permitted"."""
+    d = daemon_factory(start=False, check_stop=False,
+                       worker={"user": "nobody", "group": "nogroup",
+                               "chroot": empty_chroot(tmp_path)})
+    d.binary = capped(tmp_path, ["setuid", "setgid", "kill", "chown"])
+    with pytest.raises(BaseException):
+        d.start()
+    assert "EPERM: the daemon lacks CAP_SYS_CHROOT; refusing to start" in d.stderr, d.stderr
