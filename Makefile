@@ -341,6 +341,13 @@ deb: $(TEST_DEPS)
 dist: $(TEST_DEPS)
 	scripts/dist all
 
+# Every artefact of make dist tested from the artefact (tests/dist): the
+# client packages installed into a virtual environment and new npm
+# projects, their README examples run against the packaged daemon.
+.PHONY: test-dist
+test-dist: dist
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/dist
+
 install: all
 	O=$(O) PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) scripts/install
 

@@ -48,12 +48,20 @@ def _files():
             yield "sandboxd/" + name, os.path.join(pkg, name)
 
 
+def _legal():
+    """LICENSE and NOTICE, where the package's directory has them (the
+    release's copy of it does: scripts/dist)."""
+    for name in ("LICENSE", "NOTICE"):
+        if os.path.exists(os.path.join(ROOT, name)):
+            yield name, os.path.join(ROOT, name)
+
+
 def _wheel(directory, entries):
     p = _project()
     dist = _dist(p)
     name = dist + "-py3-none-any.whl"
     info = dist + ".dist-info/"
-    entries = list(entries) + [
+    entries = list(entries) + [(info + n, _read(path)) for n, path in _legal()] + [
         (info + "METADATA", _metadata().encode("utf-8")),
         (info + "WHEEL", b"Wheel-Version: 1.0\nGenerator: sandboxd-backend\n"
                          b"Root-Is-Purelib: true\nTag: py3-none-any\n"),
@@ -93,7 +101,8 @@ def build_sdist(sdist_directory, config_settings=None):
     dist = _dist(_project())
     name = dist + ".tar.gz"
     with tarfile.open(os.path.join(sdist_directory, name), "w:gz") as t:
-        for rel in ["pyproject.toml", "README.md", "_build/backend.py"] + [a for a, _ in _files()]:
+        for rel in (["pyproject.toml", "README.md", "LICENSE", "NOTICE", "_build/backend.py"] +
+                    [a for a, _ in _files()]):
             if os.path.exists(os.path.join(ROOT, rel)):
                 t.add(os.path.join(ROOT, rel), arcname=dist + "/" + rel)
         pkg = _metadata().encode("utf-8")
