@@ -43,6 +43,7 @@ CPPFLAGS += -DSANDBOXD_SANITIZE=0
 endif
 ALL_CFLAGS = $(WARN) $(CFLAGS) -MMD -MP
 
+COMMON_SRCS := $(wildcard common/*.c)
 PROTO_SRCS  := $(wildcard proto/*.c)
 POLICY_SRCS := $(wildcard policy/*.c)
 DAEMON_SRCS := $(filter-out daemon/main.c,$(wildcard daemon/*.c))
@@ -50,7 +51,7 @@ WORKER_SRCS := $(wildcard worker/*.c)
 CLIENT_SRCS := $(wildcard client/*.c)
 UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 
-LIB_OBJS    := $(patsubst %.c,$(O)/obj/%.o,$(PROTO_SRCS) $(POLICY_SRCS) $(DAEMON_SRCS) $(WORKER_SRCS))
+LIB_OBJS    := $(patsubst %.c,$(O)/obj/%.o,$(COMMON_SRCS) $(PROTO_SRCS) $(POLICY_SRCS) $(DAEMON_SRCS) $(WORKER_SRCS))
 CLIENT_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(CLIENT_SRCS))
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 UNIT_OBJS   := $(patsubst %.c,$(O)/obj/%.o,$(UNIT_SRCS))
@@ -309,7 +310,7 @@ asan: $(TEST_DEPS)
 	$(MAKE) O=build/asan SANITIZE=1 all
 
 # A bench build with -DSANDBOXD_BENCH_TRACE=1 (never installed): every answer
-# carries the timestamps of its execution's steps (daemon/trace.h), which
+# carries the timestamps of its execution's steps (common/trace.h), which
 # bench/breakdown turns into the time of each step beside its floor.
 TRACE_O := build/trace
 trace: $(TEST_DEPS)

@@ -6,7 +6,7 @@
  *
  *   steps execs -s SOCK -n N       N sequential `return 1+1` against a daemon
  *                                  built with SANDBOXD_BENCH_TRACE (make trace):
- *                                  the median of each step (daemon/trace.h)
+ *                                  the median of each step (common/trace.h)
  *   steps floors -n N              the floor of each step, measured here: a
  *                                  wake-up across processes, jansson's parse
  *                                  and dump of the same texts, a chunk in a
@@ -55,7 +55,7 @@ static double median_of(double *v, size_t n)
 
 /* ---- the steps of an execute, from the stamps in its answer ---- */
 
-/* The supervisor's slots, then the worker's, as daemon/trace.h numbers them. */
+/* The supervisor's slots, then the worker's, as common/trace.h numbers them. */
 enum { S_READ, S_PARSED, S_DISPATCH, S_JOB_SENT, S_END_READ, S_ANSWER, S_REAP, S_N };
 enum { W_JOB, W_READY, W_LUA, W_END, W_N };
 

@@ -14,10 +14,10 @@
 #include <time.h>
 
 #include "daemon/conn.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/metrics.h"
 #include "daemon/sup.h"
-#include "daemon/trace.h"
+#include "common/trace.h"
 #include "daemon/wproc.h"
 #include "policy/seccomp.h"     /* containment: seccomp_syscall_name */
 #include "proto/bindings.h"

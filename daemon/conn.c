@@ -18,10 +18,10 @@
 #include <unistd.h>
 
 #include "daemon/exec.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/methods.h"
 #include "daemon/sup.h"
-#include "daemon/trace.h"
+#include "common/trace.h"
 #include "proto/jsonrpc.h"
 #include "proto/mutant.h"
 

@@ -24,12 +24,12 @@
 #include "daemon/answer.h"
 #include "daemon/clocks.h"
 #include "daemon/conn.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/metrics.h"
 #include "daemon/sched.h"
 #include "daemon/wproc.h"
 #include "daemon/sup.h"
-#include "daemon/trace.h"
+#include "common/trace.h"
 #include "policy/seccomp.h"     /* containment: seccomp_syscall_name */
 #include "proto/bindings.h"
 #include "proto/chan.h"            /* WORKER_EXIT_* */

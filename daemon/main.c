@@ -30,7 +30,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/exec.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/notify.h"
 #include "daemon/sched.h"
 #include "daemon/server.h"

@@ -15,7 +15,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/exec.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/metrics.h"
 #include "daemon/params.h"
 #include "daemon/prompt.h"

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/log.h"
+#include "common/log.h"
 #include "proto/mutant.h"
 
 void notify_send(const char *state)

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "daemon/list.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/sup.h"
 #include "proto/jsonrpc.h"
 #include "proto/mutant.h"

@@ -19,9 +19,9 @@
 
 #include "daemon/conn.h"
 #include "daemon/exec.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/sup.h"
-#include "daemon/trace.h"
+#include "common/trace.h"
 #include "daemon/wproc.h"
 #include "daemon/spawn.h"
 #include "proto/mutant.h"

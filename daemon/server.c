@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "daemon/conn.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/metrics.h"
 #include "daemon/refuse.h"
 #include "daemon/sup.h"

@@ -27,7 +27,7 @@
 #include <jansson.h>
 #include <malloc.h>
 
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/metrics.h"
 #include "daemon/sched.h"
 #include "daemon/sup.h"

@@ -6,7 +6,7 @@
 
 #include <malloc.h>
 
-#include "daemon/log.h"
+#include "common/log.h"
 #include "proto/mutant.h"
 
 void sup_count_down(unsigned *counter, const char *name)

@@ -8,7 +8,7 @@
  * A file-scope or function-static variable that is not const is allowed only
  * for state that belongs to the process rather than to the daemon's work,
  * and these are all of them in the supervisor's code:
- *   daemon/log.c      threshold, to_journal: the log level and whether
+ *   common/log.c      threshold, to_journal: the log level and whether
  *                     stderr is the journal (the zygote has its own)
  *   daemon/metrics.c  reg: the counters and histograms, which only grow with
  *                     the process (gauges are read from struct sup at scrape time)
@@ -17,7 +17,7 @@
  *   proto/jsonrpc.c   budget_on, budget_left, budget_hit, installed: the
  *                     parse budget, because jansson's allocator is per process
  *   proto/jsonpass.c  nonce: the splice tokens' random part, per process
- *   daemon/trace.c    trace_t: the stamps, in bench builds (make trace) only
+ *   common/trace.c    trace_t: the stamps, in bench builds (make trace) only
  * Tables of names, keys and bounds are static const.  A new mutable one is
  * named here, with its reason (docs/hacking.md, "Globals").
  *

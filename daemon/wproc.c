@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "daemon/exec.h"
-#include "daemon/log.h"
+#include "common/log.h"
 #include "daemon/sched.h"
 #include "daemon/sup.h"
-#include "daemon/trace.h"
+#include "common/trace.h"
 #include "policy/seccomp.h"     /* containment: seccomp_syscall_name */
 #include "proto/chan.h"          /* WORKER_EXIT_SETUP */
 #include "proto/jsonrpc.h"

@@ -41,9 +41,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/log.h"          /* enum log_level: the [daemon] log_level key */
 #include "policy/limits.h"
-
-enum log_level { LOG_LVL_ERROR = 0, LOG_LVL_WARNING, LOG_LVL_NOTICE, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
 struct config {
     /* [daemon] */

@@ -24,9 +24,9 @@
 #include "proto/mutant.h"
 
 /* The caller's logger, named `say` in each function that logs. */
-#define log_err(...)    say(LOG_LVL_ERROR, __VA_ARGS__)
-#define log_warn(...)   say(LOG_LVL_WARNING, __VA_ARGS__)
-#define log_notice(...) say(LOG_LVL_NOTICE, __VA_ARGS__)
+#define say_err(...)    say(LOG_LVL_ERROR, __VA_ARGS__)
+#define say_warn(...)   say(LOG_LVL_WARNING, __VA_ARGS__)
+#define say_notice(...) say(LOG_LVL_NOTICE, __VA_ARGS__)
 
 static const struct { int flag; const char *name; } ns_names[] = {
     { CLONE_NEWNET, "net" }, { CLONE_NEWIPC, "ipc" },
@@ -202,28 +202,28 @@ static int prepare_chroot(const char *path, char *out, size_t outlen, probe_log_
 
     if (lstat(path, &st) < 0 && errno == ENOENT) {
         if (mkdir(path, 0555) < 0) {
-            log_err("worker chroot '%s': cannot create it: %s", path, strerror(errno));
+            say_err("worker chroot '%s': cannot create it: %s", path, strerror(errno));
             return -1;
         }
         if (chown(path, 0, 0) < 0 || chmod(path, 0555) < 0) {
-            log_err("worker chroot '%s': %s", path, strerror(errno));
+            say_err("worker chroot '%s': %s", path, strerror(errno));
             return -1;
         }
-        log_notice("created the empty worker chroot %s (root, 0555)", path);
+        say_notice("created the empty worker chroot %s (root, 0555)", path);
     }
     errno = 0;
     if (!realpath(path, real) || strlen(real) >= outlen) {
-        log_err("worker chroot '%s': %s", path, strerror(errno ? errno : ENAMETOOLONG));
+        say_err("worker chroot '%s': %s", path, strerror(errno ? errno : ENAMETOOLONG));
         return -1;
     }
     if (lstat(real, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
         (st.st_mode & (S_IWGRP | S_IWOTH))) {
-        log_err("worker chroot '%s' must be a directory owned by root and not writable "
+        say_err("worker chroot '%s' must be a directory owned by root and not writable "
                 "by group or others", real);
         return -1;
     }
     if (!(d = opendir(real))) {
-        log_err("worker chroot '%s': %s", real, strerror(errno));
+        say_err("worker chroot '%s': %s", real, strerror(errno));
         return -1;
     }
     while ((de = readdir(d)))
@@ -231,7 +231,7 @@ static int prepare_chroot(const char *path, char *out, size_t outlen, probe_log_
             entries++;
     closedir(d);
     if (entries) {
-        log_err("worker chroot '%s' is not empty", real);
+        say_err("worker chroot '%s' is not empty", real);
         return -1;
     }
     /* every ancestor: root-owned, and others cannot swap the path under us */
@@ -240,7 +240,7 @@ static int prepare_chroot(const char *path, char *out, size_t outlen, probe_log_
         *slash = '\0';
         const char *dir = up[0] ? up : "/";
         if (lstat(dir, &st) < 0 || !safe_dir_mode(&st)) {
-            log_err("worker chroot '%s': ancestor %s must be owned by root and not "
+            say_err("worker chroot '%s': ancestor %s must be owned by root and not "
                     "writable by group or others (or sticky)", real, dir);
             return -1;
         }
@@ -311,14 +311,14 @@ static void decide_userns(struct worker_layers *l, probe_log_fn *say)
 
     if (err == 0) {
         snprintf(l->ns, sizeof l->ns, "%d", CLONE_NEWUSER | CONTAIN_NS_ALL);
-        log_notice("containment: not root: workers run as uid %u in their own user namespace "
+        say_notice("containment: not root: workers run as uid %u in their own user namespace "
                    "(uid 0 there, no capabilities), chroot to an empty read-only tmpfs, "
                    "namespaces user+net+ipc+mnt+uts; also one fresh process per execution, "
                    "fds closed, rlimits, no_new_privs, non-dumpable, seccomp allowlist",
                    (unsigned)geteuid());
         return;
     }
-    log_warn("containment: not root, so workers keep uid %u: no uid drop, chroot or "
+    say_warn("containment: not root, so workers keep uid %u: no uid drop, chroot or "
              "namespaces (user namespaces not available here: %s); active: one fresh "
              "process per execution, fds closed, rlimits, no_new_privs, non-dumpable, "
              "seccomp allowlist", (unsigned)geteuid(),
@@ -347,11 +347,11 @@ int probe_layers(const struct config *cfg, struct worker_layers *l, probe_log_fn
         return 0;
     }
     if (!cfg->worker_user || !*cfg->worker_user) {
-        log_err("running as root with no [worker] user: refusing to run workers as root");
+        say_err("running as root with no [worker] user: refusing to run workers as root");
         return -1;
     }
     if (!(pw = getpwnam(cfg->worker_user))) {
-        log_err("[worker] user '%s' does not exist: refusing to run workers as root",
+        say_err("[worker] user '%s' does not exist: refusing to run workers as root",
                 cfg->worker_user);
         return -1;
     }
@@ -359,14 +359,14 @@ int probe_layers(const struct config *cfg, struct worker_layers *l, probe_log_fn
     gid = pw->pw_gid;
     if (cfg->worker_group && *cfg->worker_group) {
         if (!(gr = getgrnam(cfg->worker_group))) {
-            log_err("[worker] group '%s' does not exist: refusing to run workers as root",
+            say_err("[worker] group '%s' does not exist: refusing to run workers as root",
                     cfg->worker_group);
             return -1;
         }
         gid = gr->gr_gid;
     }
     if (uid == 0 || gid == 0) {
-        log_err("[worker] user/group resolve to uid %u gid %u: workers must not run as root "
+        say_err("[worker] user/group resolve to uid %u gid %u: workers must not run as root "
                 "or in group 0", (unsigned)uid, (unsigned)gid);
         return -1;
     }
@@ -374,7 +374,7 @@ int probe_layers(const struct config *cfg, struct worker_layers *l, probe_log_fn
         prepare_chroot(cfg->worker_chroot, l->chroot, sizeof l->chroot, say) < 0)
         return -1;
     if ((err = probe_drop(uid, gid, l->chroot[0] ? l->chroot : NULL, 0)) != 0) {
-        log_err("workers cannot drop to uid %u gid %u%s%s: %s; refusing to start",
+        say_err("workers cannot drop to uid %u gid %u%s%s: %s; refusing to start",
                 (unsigned)uid, (unsigned)gid, l->chroot[0] ? " in chroot " : "",
                 l->chroot, refusal_cause(err, l->chroot[0] ? drop_caps : drop_caps + 1, 0,
                                          filtered_chroot, why, sizeof why));
@@ -401,19 +401,19 @@ int probe_layers(const struct config *cfg, struct worker_layers *l, probe_log_fn
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s",
                      names[0] ? "+" : "", ns_names[i].name);
         else
-            log_warn("containment: %s namespace not permitted here (%s; nor through a user "
+            say_warn("containment: %s namespace not permitted here (%s; nor through a user "
                      "namespace: %s); workers share the daemon's", ns_names[i].name,
                      refusal_cause(errs[i], ns_caps, 0, filtered_ns, why, sizeof why),
                      why_userns);
     }
     if (via_userns)
-        log_notice("containment: the namespaces come through a user namespace (it maps only "
+        say_notice("containment: the namespaces come through a user namespace (it maps only "
                    "the worker's uid and gid; the zygote keeps the daemon's capabilities): "
                    "unshare alone is refused (%s)",
                    refusal_cause(errs[0] ? errs[0] : EPERM, ns_caps, 0, filtered_ns, why,
                                  sizeof why));
     if (ns && !via_userns && (err = probe_drop(uid, gid, l->chroot[0] ? l->chroot : NULL, ns)) != 0) {
-        log_warn("containment: namespaces %s together fail (%s); workers get none",
+        say_warn("containment: namespaces %s together fail (%s); workers get none",
                  names, probe_error(err));
         ns = 0;
         names[0] = '\0';
@@ -422,9 +422,9 @@ int probe_layers(const struct config *cfg, struct worker_layers *l, probe_log_fn
     snprintf(l->gid, sizeof l->gid, "%u", (unsigned)gid);
     snprintf(l->ns, sizeof l->ns, "%d", ns | (via_userns ? CLONE_NEWUSER : 0));
     if (!l->chroot[0])
-        log_warn("containment: [worker] chroot is empty: workers see the daemon's file system "
+        say_warn("containment: [worker] chroot is empty: workers see the daemon's file system "
                  "(seccomp still forbids every file call)");
-    log_notice("containment: workers run as uid %u (%s) gid %u, chroot %s, namespaces %s; "
+    say_notice("containment: workers run as uid %u (%s) gid %u, chroot %s, namespaces %s; "
                "also one fresh process per execution, fds closed, rlimits, no_new_privs, "
                "non-dumpable, seccomp allowlist",
                (unsigned)uid, cfg->worker_user, (unsigned)gid,

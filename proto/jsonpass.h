@@ -1,4 +1,4 @@
-/* Runs in: supervisor, zygote, worker */
+/* Runs in: supervisor, zygote, worker, sandboxctl */
 /*
  * jsonpass.h - JSON the supervisor passes on as bytes instead of building it.
  *

@@ -27,7 +27,7 @@
 #include "worker/luaenv.h"
 #include "worker/worker.h"
 #include "proto/chan.h"
-#include "proto/jsonbig.h"
+#include "worker/jsonbig.h"
 #include "proto/jsonpass.h"
 #include "proto/mutant.h"
 

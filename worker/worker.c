@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/trace.h"
+#include "common/trace.h"
 #include "worker/bindings_lua.h"
 #include "worker/calls.h"
 #include "worker/codec.h"
@@ -35,7 +35,7 @@
 #include "worker/luaenv.h"
 #include "proto/bindings.h"
 #include "proto/chan.h"
-#include "proto/jsonbig.h"
+#include "worker/jsonbig.h"
 #include "proto/jsonpass.h"
 #include "proto/mutant.h"
 #include "proto/utf8.h"

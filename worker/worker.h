@@ -8,7 +8,9 @@
  * no_new_privs, seccomp).  From here on the only syscalls available are the
  * ones in policy/seccomp.c: read/write on WORKER_CHAN_FD, a zero-timeout
  * poll of it (worker/look.h), memory management, clocks, lowering its own
- * RLIMIT_AS and RLIMIT_CPU, exit.
+ * RLIMIT_AS and RLIMIT_CPU, lowering its own priority, the kernel's
+ * restart of an interrupted call (restart_syscall), exit; policy/seccomp.c
+ * lists each with its arguments and its reason.
  *
  * worker_run() reads one CHAN_JOB frame ("execute" or "check"), runs it in
  * the Lua state the zygote prepared, relays tool calls and print output over

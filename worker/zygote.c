@@ -27,7 +27,7 @@
 #include <jansson.h>
 #include <malloc.h>
 
-#include "daemon/log.h"
+#include "common/log.h"
 #include "worker/worker.h"
 #include "policy/contain.h"
 #include "policy/seccomp.h"

@@ -27,7 +27,7 @@ LIBS="$PKG_LIBS -lm"
 srcs_for() {
     case $1 in
     fuzz_ndjson_rpc) echo "proto/inbuf.c proto/ndjson.c proto/jsonrpc.c proto/jsonpass.c proto/utf8.c" ;;
-    fuzz_jsonpass)   echo "proto/jsonpass.c proto/jsonbig.c proto/utf8.c" ;;
+    fuzz_jsonpass)   echo "proto/jsonpass.c worker/jsonbig.c proto/utf8.c" ;;
     fuzz_chan)       echo "proto/inbuf.c proto/chan.c" ;;
     fuzz_codec)      echo "proto/utf8.c worker/codec.c" ;;
     fuzz_bindings)   echo "proto/utf8.c proto/bindings.c worker/bindings_lua.c" ;;

@@ -20,7 +20,7 @@
 
 #include <jansson.h>
 
-#include "proto/jsonbig.h"
+#include "worker/jsonbig.h"
 #include "proto/jsonpass.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -12,7 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 @pytest.fixture
 def tree(tmp_path):
-    for d in ("daemon", "worker", "proto", "policy", "client"):
+    for d in ("common", "daemon", "worker", "proto", "policy", "client"):
         shutil.copytree(os.path.join(ROOT, d), tmp_path / d,
                         ignore=shutil.ignore_patterns("*.ex", "*.exs", "node_modules", "elixir",
                                                       "python", "node", "mcp"))
@@ -109,8 +109,35 @@ def test_an_include_across_processes_fails(tree):
     assert rc == 1 and "rule 4 (processes): worker/look.c (worker) includes daemon/sched.h (supervisor)" in out
 
 
+def test_an_include_across_processes_through_a_header_fails(tree):
+    """The zygote reaching a supervisor's header through one both run."""
+    edit(tree, "common/log.h", "#define SANDBOXD_LOG_H",
+         '#define SANDBOXD_LOG_H\n#include "policy/config.h"')
+    rc, out = check(tree)
+    assert rc == 1 and ("rule 4 (processes): worker/zygote.c (zygote) includes policy/config.h "
+                        "(supervisor): worker/zygote.c -> common/log.h -> policy/config.h") in out, out
+
+
+def test_a_header_both_sides_run_from_the_worker_passes_through_a_header(tree):
+    add_include(tree, "worker/look.h", '#include "common/trace.h"')
+    rc, out = check(tree)
+    assert rc == 0, out
+
+
+def test_common_may_not_include_another_folder(tree):
+    add_include(tree, "common/trace.h", '#include "proto/utf8.h"')
+    rc, out = check(tree)
+    assert rc == 1 and "rule 3 (folders): common/trace.h includes proto/utf8.h: common/ may not include proto/" in out
+
+
+def test_the_worker_may_not_include_the_daemon(tree):
+    add_include(tree, "worker/look.c", '#include "daemon/list.h"')
+    rc, out = check(tree)
+    assert rc == 1 and "rule 3 (folders): worker/look.c includes daemon/list.h: worker/ may not include daemon/" in out
+
+
 def test_a_shared_header_from_the_worker_passes(tree):
-    add_include(tree, "worker/look.c", '#include "daemon/trace.h"')
+    add_include(tree, "worker/look.c", '#include "common/trace.h"')
     rc, out = check(tree)
     assert rc == 0, out
 
@@ -129,7 +156,7 @@ def test_the_map_disagreeing_with_a_header_fails(tree):
 
 def test_a_header_moved_with_its_map_row_passes(tree):
     edit(tree, "worker/look.h", "/* Runs in: worker */", "/* Runs in: zygote, worker */")
-    edit(tree, "docs/architecture.md", "bindings_lua, calls, codec, hint, look | worker |",
-         "bindings_lua, calls, codec, hint | worker |\n| `worker/`: look | zygote, worker |")
+    edit(tree, "docs/architecture.md", "bindings_lua, calls, codec, hint, jsonbig, look | worker |",
+         "bindings_lua, calls, codec, hint, jsonbig | worker |\n| `worker/`: look | zygote, worker |")
     rc, out = check(tree)
     assert rc == 0, out

@@ -1,4 +1,4 @@
-/* test_jsonbig.c - loading and dumping long strings in one pass (proto/jsonbig.c). */
+/* test_jsonbig.c - loading and dumping long strings in one pass (worker/jsonbig.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "proto/jsonbig.h"
+#include "worker/jsonbig.h"
 #include "proto/jsonpass.h"
 
 /* jb_load gives jansson's tree for every chunk size, the tiny ones making

@@ -12,7 +12,8 @@
 #ifndef SANDBOXD_LOG_H
 #define SANDBOXD_LOG_H
 
-#include "policy/config.h"
+/* The levels, most severe first ("<3>" error ... "<7>" debug). */
+enum log_level { LOG_LVL_ERROR = 0, LOG_LVL_WARNING, LOG_LVL_NOTICE, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
 /* Call first thing in main(): looks whether stderr is the journal, that is
  * whether JOURNAL_STREAM (which systemd sets for a unit whose output goes to

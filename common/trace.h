@@ -16,8 +16,8 @@
  * happen after an answer's stats are made, so an answer carries those of
  * the execution before it.
  */
-#ifndef SANDBOXD_DAEMON_TRACE_H
-#define SANDBOXD_DAEMON_TRACE_H
+#ifndef SANDBOXD_TRACE_H
+#define SANDBOXD_TRACE_H
 
 #ifndef SANDBOXD_BENCH_TRACE
 #define SANDBOXD_BENCH_TRACE 0

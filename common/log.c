@@ -1,5 +1,5 @@
 /* log.c - see log.h. */
-#include "daemon/log.h"
+#include "common/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

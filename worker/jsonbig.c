@@ -2,7 +2,7 @@
  * jsonbig.c - load and dump trees whose long strings are handled in one
  * pass.  See jsonbig.h.
  */
-#include "proto/jsonbig.h"
+#include "worker/jsonbig.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /*
  * trace.c - the stamps of trace.h, in a bench build (make trace) only.
  */
-#include "daemon/trace.h"
+#include "common/trace.h"
 
 #if SANDBOXD_BENCH_TRACE
 uint64_t trace_t[TR_N];
