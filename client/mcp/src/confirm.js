@@ -17,7 +17,7 @@ const MAX_ARGS_CHARS = 4000;
 export function confirmReason(policy, tool, perServer = false) {
   const a = tool?.annotations ?? {};
   if (Array.isArray(policy)) return policy.includes(tool.name) ? 'its server\'s "confirm" list names it' : null;
-  if (policy === 'all') return perServer ? 'its server asks before every call' : 'every call asks (--confirm all)';
+  if (policy === 'all') return perServer ? 'its server\'s "confirm" is "all"' : 'the bridge asks before every call (--confirm all)';
   if (policy !== 'destructive' || a.readOnlyHint === true || a.destructiveHint === false) return null;
   return a.destructiveHint === true ? 'the tool is marked destructive'
     : 'the tool does not say it is read-only or non-destructive';

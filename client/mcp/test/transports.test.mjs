@@ -17,6 +17,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as Sandboxd } from 'sandboxd';
+import { Bridge } from '../src/bridge.js';
 import { startDaemon, until, SCALE } from '../../node/test/daemon.mjs';
 import { startHttpServer } from './fixtures/http-server.mjs';
 
@@ -156,25 +157,26 @@ test('downstream by URL: Streamable HTTP and SSE, server-everything and a server
   }
 });
 
-test('config errors: an unset ${VAR}, a bad url or type: a clear message and exit 1', async () => {
+test('config errors: an unset ${VAR} stops the bridge at startup (exit 1); a bad url, type or confirm too', async () => {
+  const r = await new Promise((resolve) => {
+    const spec = { url: 'http://127.0.0.1:1/mcp', headers: { Authorization: 'Bearer ${NOT_SET_ANYWHERE}' } };
+    const c = spawn(process.execPath, [BIN, '--config', writeConfig({ s: spec }), '--socket', d.socketPath],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH } });
+    let err = '';
+    c.stderr.on('data', (x) => { err += x; });
+    c.on('exit', (status) => resolve({ status, err }));
+  });
+  assert.equal(r.status, 1, r.err);
+  assert.match(r.err, /server "s": headers\.Authorization names the environment variable NOT_SET_ANYWHERE, which is not set/);
+  // the same check, in process, for the other mistakes (the bin prints what the constructor throws)
   for (const [spec, rx] of [
-    [{ url: 'http://127.0.0.1:1/mcp', headers: { Authorization: 'Bearer ${NOT_SET_ANYWHERE}' } },
-      /server "s": headers\.Authorization names the environment variable NOT_SET_ANYWHERE, which is not set/],
-    [{ url: '${NOT_SET_EITHER}/mcp' }, /server "s": "url" names the environment variable NOT_SET_EITHER, which is not set/],
+    [{ url: '${NOT_SET_EITHER}/mcp' }, /server "s": "url" names the environment variable NOT_SET_EITHER, which is not set$/],
     [{ url: 'ftp://x/mcp' }, /"url" must be http: or https:/],
     [{ url: 'http://x/mcp', type: 'websocket' }, /"type" "websocket" is not one of/],
     [{ url: 'http://x/mcp', command: 'node' }, /both "url" and "command"/],
     [{ command: 'node', confirm: 'sometimes' }, /"confirm" takes destructive, all, none or a list of tool names/],
   ]) {
-    const r = await new Promise((resolve) => {
-      const c = spawn(process.execPath, [BIN, '--config', writeConfig({ s: spec }), '--socket', d.socketPath],
-        { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH } });
-      let err = '';
-      c.stderr.on('data', (x) => { err += x; });
-      c.on('exit', (status) => resolve({ status, err }));
-    });
-    assert.equal(r.status, 1, r.err);
-    assert.match(r.err, rx);
+    assert.throws(() => new Bridge({ config: { mcpServers: { s: spec } }, env: {}, log: () => {} }), rx);
   }
 });
 

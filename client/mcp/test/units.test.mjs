@@ -134,7 +134,8 @@ test('confirmation policy and catalog marks follow the annotations and the MCP d
   assert.deepEqual([ro, add, del, bare].map((t) => confirmReason('destructive', t)),
     [null, null, 'the tool is marked destructive', 'the tool does not say it is read-only or non-destructive']);
   assert.deepEqual([ro, bare].map((t) => confirmReason('none', t)), [null, null]);
-  assert.deepEqual([ro, bare].map((t) => confirmReason('all', t)), ['every call asks (--confirm all)', 'every call asks (--confirm all)']);
+  assert.deepEqual([ro, bare].map((t) => confirmReason('all', t)), Array(2).fill('the bridge asks before every call (--confirm all)'));
+  assert.equal(confirmReason('all', ro, true), 'its server\'s "confirm" is "all"');
   assert.deepEqual([ro, bare].map((t) => confirmReason(['bare'], t)), [null, 'its server\'s "confirm" list names it']);
   const catalog = buildCatalog([{ name: 'fs', tools: [ro, add, del, bare] }], (d, t) => confirmReason('destructive', t));
   assert.deepEqual(catalogText(catalog, 100000).text.split('\n').slice(1), [

@@ -146,10 +146,10 @@ test('abort: the AI SDK gives up without notifications/cancelled; the next call 
 
 // The AI SDK's client declares elicitation when the app asks it to, and hands
 // elicitation/create to the app's handler (its user): here over HTTP (--http),
-// with --confirm all.  Declined, the call does not run and the model reads
-// the refusal as the chunk's error text.
+// calling toy.env, which its server's "confirm" list names.  Declined, the
+// call does not run and the model reads the refusal as the chunk's error text.
 test('over HTTP, with elicitation: the user declines, then accepts; the model reads the refusal', async () => {
-  const child = spawn(process.execPath, [...env.bridgeArgs(['--http', '127.0.0.1:0', '--confirm', 'all'])],
+  const child = spawn(process.execPath, [...env.bridgeArgs(['--http', '127.0.0.1:0'])],
     { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr.on('data', (x) => { err += x; });
@@ -168,18 +168,18 @@ test('over HTTP, with elicitation: the user declines, then accepts; the model re
       return action === 'accept' ? { action, content: {} } : { action };
     });
     const { model, prompts } = scripted([
-      step(call('c1', { code: 'return toy.pid().pid > 0' })),
-      step(call('c2', { code: 'return toy.pid().pid > 0' })),
+      step(call('c1', { code: 'return type(toy.env({name = "HOME"}))' })),
+      step(call('c2', { code: 'return type(toy.env({name = "HOME"}))' })),
       say('done'),
     ]);
     const r = await generateText({ model, tools: await http.tools(), prompt: 'go', stopWhen: stepCountIs(4) });
     assert.equal(r.text, 'done');
     const results = shown(prompts[2]);
     assert.equal(results[0].output.value[0].text.split('\n')[0],
-      'error (runtime_error): toy.pid: not run: the user declined this call (asked because every call asks (--confirm all))');
-    assert.deepEqual(results[1].output.value, [{ type: 'text', text: 'true' }]);
+      'error (runtime_error): toy.env: not run: the user declined this call (asked because its server\'s "confirm" list names it)');
+    assert.deepEqual(results[1].output.value, [{ type: 'text', text: '"string"' }]);
     assert.equal(asked.length, 2);
-    assert.match(asked[0], /^Allow this tool call\? .*the tool "pid" of the MCP server "toy"/);
+    assert.match(asked[0], /^Allow this tool call\? .*the tool "env" of the MCP server "toy"/);
   } finally {
     await http?.close();
     child.kill('SIGTERM');

@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setup, SCALE, BRIDGE, MCP, TOY, until } from './setup.mjs';
+import { setup, SCALE, BRIDGE, MCP, TOY, until, REFUSED } from './setup.mjs';
 
 const INSPECTOR = path.join(path.dirname(fileURLToPath(import.meta.url)),
   '..', 'node_modules', '@modelcontextprotocol', 'inspector', 'cli', 'build', 'cli.js');
@@ -134,6 +134,12 @@ test('over HTTP (--http): the Inspector CLI lists and calls execute_lua at the U
     const r = json(await inspector(['--cli', url, '--method', 'tools/call', '--tool-name', 'execute_lua',
       '--tool-arg', 'code=return toy.pid().pid > 0']));
     assert.deepEqual([r.structuredContent.value, r.content[0].text], [true, 'true']);
+    // the Inspector's CLI declares no elicitation: a call that needs confirmation is refused
+    const e = json(await inspector(['--cli', url, '--method', 'tools/call', '--tool-name', 'execute_lua',
+      '--tool-arg', 'code=return toy.env({name = "HOME"})']));
+    assert.equal(e.isError, true);
+    assert.equal(e.content[0].text.split('\n')[0], REFUSED);
+    assert.equal(e.structuredContent.error.kind, 'runtime_error');
   } finally {
     child.kill('SIGTERM');
   }

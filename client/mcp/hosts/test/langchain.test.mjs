@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { MultiServerMCPClient } from '@langchain/mcp-adapters';
 import { AIMessage } from '@langchain/core/messages';
 import { ToolNode } from '@langchain/langgraph/prebuilt';
-import { setup, SCALE } from './setup.mjs';
+import { setup, SCALE, REFUSED } from './setup.mjs';
 
 // @langchain/core 1.4 and @langchain/mcp-adapters 1.1 need Node >= 20 (20.10):
 // under Node 18 they fail on the global `crypto`, so there the suite is skipped.
@@ -93,4 +93,10 @@ test('an aborted call is cancelled in the bridge (notifications/cancelled): the 
   assert.match(text, /^Note: the Lua state was reset before this call \(the host cancelled the call before this one, which ended the Lua session\)/);
   assert.match(text, /\n\n7$/);
   assert.ok(Date.now() - t0 < 3000 * SCALE, `${Date.now() - t0} ms`);
+});
+
+test('a call that needs confirmation: LangChain declares no elicitation, so it is refused; an error ToolMessage', async () => {
+  const m = await agentCall({ code: 'return toy.env({name = "HOME"})' });
+  assert.equal(m.status, 'error');
+  assert.equal(m.content.split('\n')[0], `Error: MCP tool 'execute_lua' on server 'sandboxd' returned an error: ${REFUSED}`);
 });

@@ -11,7 +11,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Agent, run, MCPServerStdio, Usage, setTracingDisabled } from '@openai/agents';
-import { setup, SCALE } from './setup.mjs';
+import { setup, SCALE, REFUSED } from './setup.mjs';
 
 setTracingDisabled(true);
 
@@ -115,4 +115,12 @@ test('an aborted run cancels the call in the bridge (notifications/cancelled): t
   const text = results(next.inputs[1]).y1.output[0].text;
   assert.match(text, /^Note: the Lua state was reset before this call \(the host cancelled the call before this one, which ended the Lua session\)[\s\S]*\n\n5$/);
   assert.ok(Date.now() - t0 < 3000 * SCALE, `${Date.now() - t0} ms`);
+});
+
+test('a call that needs confirmation: the Agents SDK declares no elicitation, so it is refused; the model reads the text', async () => {
+  const model = fakeModel([[call('e1', { code: 'return toy.env({name = "HOME"})' })], [say('ok')]]);
+  await run(new Agent({ name: 'lua', instructions: 'x', model, mcpServers: [server] }), 'go');
+  const seen = results(model.inputs[1]).e1;
+  assert.equal(seen.status, 'completed');
+  assert.equal(seen.output[0].text.split('\n')[0], REFUSED);
 });

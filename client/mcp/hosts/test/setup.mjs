@@ -1,6 +1,6 @@
 // setup.mjs - what every host test needs: the real daemon on a temporary
-// socket, a servers.json with the toy downstream server, and the bridge's
-// command line as an MCP host config gives it.
+// socket, a servers.json with the toy downstream server (its tool env asks
+// the user first), and the bridge's command line as an MCP host config gives it.
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -24,7 +24,8 @@ export async function setup(marker) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sbxhost-'));
   const servers = path.join(dir, 'servers.json');
   fs.writeFileSync(servers, JSON.stringify({
-    mcpServers: { toy: { command: process.execPath, args: [TOY, marker] } },
+    // toy.env needs the user's confirmation: these hosts cannot ask, so it is refused
+    mcpServers: { toy: { command: process.execPath, args: [TOY, marker], confirm: ['env'] } },
   }));
   return {
     daemon,
@@ -37,3 +38,7 @@ export async function setup(marker) {
     },
   };
 }
+
+/** The first line of what a model reads when toy.env is refused (the host has no elicitation). */
+export const REFUSED = 'error (runtime_error): toy.env: not run: this call needs the user\'s confirmation ' +
+  '(its server\'s "confirm" list names it), and this MCP host cannot ask for it (it has no elicitation)';
