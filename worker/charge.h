@@ -36,8 +36,9 @@
  *                 or '-' item matches after its first; a character %b
  *                 passes after its opening one; a byte of the pattern
  *                 compiled (an item is compiled once a call, when first
- *                 taken up).  Paid every 4096 steps, and at the step that
- *                 takes the count past struct charge's room.
+ *                 taken up).  Paid every 4096 steps, before an error the
+ *                 call raises, and at the step that takes the count past
+ *                 struct charge's room.
  *   sorting       table.sort of n values: n * ceil(log2 n) *
  *                 CHARGE_SORT_LEVEL, before it sorts
  *   conversions   os.date's conversions (strftime): CHARGE_DATE_CONVERSION

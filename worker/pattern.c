@@ -32,6 +32,7 @@
 
 #include <lauxlib.h>
 #include <lua.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -158,6 +159,21 @@ static void pay(struct matcher *m)
 {
     settle(m);
     set_limit(m);
+}
+
+/* Raise the error fmt (as luaL_error), the steps counted paid first: an
+ * error must not make the work before it free. */
+static void fail(struct matcher *m, const char *fmt, ...)
+{
+    va_list ap;
+
+    settle(m);
+    luaL_where(m->L, 1);
+    va_start(ap, fmt);
+    lua_pushvfstring(m->L, fmt, ap);
+    va_end(ap);
+    lua_concat(m->L, 2);
+    lua_error(m->L);
 }
 
 static inline void tick(struct matcher *m, uint64_t n)
@@ -434,22 +450,22 @@ static void compile_next(struct matcher *m)
     if (it.kind != K_FAULT) {
         tick(m, (uint64_t)(q - m->next));
         m->next = q;
+    } else if (it.a == F_BRACKET) {
+        tick(m, (uint64_t)(e - m->next));   /* scanned to the end for a ']' */
     }
     add_item(m, it);
 }
 
 static void raise_fault(struct matcher *m, const struct item *it)
 {
-    lua_State *L = m->L;
-
     switch (it->a) {
-    case F_PERCENT:  luaL_error(L, "malformed pattern (ends with '%%')"); break;
-    case F_BRACKET:  luaL_error(L, "malformed pattern (missing ']')"); break;
-    case F_BALANCE:  luaL_error(L, "malformed pattern (missing arguments to '%%b')"); break;
-    case F_FRONTIER: luaL_error(L, "missing '[' after '%%f' in pattern"); break;
-    case F_CAPTURES: luaL_error(L, "too many captures"); break;
-    case F_CLOSE:    luaL_error(L, "invalid pattern capture"); break;
-    default:         luaL_error(L, "invalid capture index %%%d", (int)it->b); break;
+    case F_PERCENT:  fail(m, "malformed pattern (ends with '%%')"); break;
+    case F_BRACKET:  fail(m, "malformed pattern (missing ']')"); break;
+    case F_BALANCE:  fail(m, "malformed pattern (missing arguments to '%%b')"); break;
+    case F_FRONTIER: fail(m, "missing '[' after '%%f' in pattern"); break;
+    case F_CAPTURES: fail(m, "too many captures"); break;
+    case F_CLOSE:    fail(m, "invalid pattern capture"); break;
+    default:         fail(m, "invalid capture index %%%d", (int)it->b); break;
     }
 }
 
@@ -621,7 +637,7 @@ static const char *backref(struct matcher *m, const char *s, int l)
 static const char *walk(struct matcher *m, const char *s, size_t k)
 {
     if (m->depth == DEPTH_MAX)
-        luaL_error(m->L, "pattern too complex");
+        fail(m, "pattern too complex");
     m->depth++;
     for (;;) {
         struct item it;
@@ -760,10 +776,10 @@ static void push_capture(struct matcher *m, int i, const char *s, const char *e)
 
     if (i >= m->level) {
         if (i != 0)
-            luaL_error(L, "invalid capture index %%%d", i + 1);
+            fail(m, "invalid capture index %%%d", i + 1);
         lua_pushlstring(L, s, (size_t)(e - s));
     } else if (m->cap[i].len == CAP_OPEN) {
-        luaL_error(L, "unfinished capture");
+        fail(m, "unfinished capture");
     } else if (m->cap[i].len == CAP_POSITION) {
         lua_pushinteger(L, (lua_Integer)(m->cap[i].at - m->subject) + 1);
     } else {
@@ -975,7 +991,7 @@ static void add_string(struct matcher *m, luaL_Buffer *b, const char *s, const c
         else if (*r >= '1' && *r <= '9')
             add_capture(m, b, *r - '1', s, e);
         else
-            luaL_error(m->L, "invalid use of '%c' in replacement string", '%');
+            fail(m, "invalid use of '%c' in replacement string", '%');
         r++;
     }
 }
@@ -1004,7 +1020,7 @@ static void add_value(struct matcher *m, luaL_Buffer *b, const char *s, const ch
         lua_pop(L, 1);
         add_match(m, b, s, e);
     } else if (!lua_isstring(L, -1)) {
-        luaL_error(L, "invalid replacement value (a %s)", luaL_typename(L, -1));
+        fail(m, "invalid replacement value (a %s)", luaL_typename(L, -1));
     } else {
         size_t n;
 

@@ -250,3 +250,18 @@ def test_plain_find_stops_at_the_budget(client):
     r = client.execute(code, limits={"max_reductions": 100000})
     assert r.ok and r.result["value"] is None, r
     assert 15625 * 2 <= r.result["stats"]["reductions"] < 15625 * 2 + 100, r
+
+
+def test_pattern_error_pays_the_steps_before_it(client):
+    """The steps a call took before its error (here 1,561 of backtracking to
+    the first match, then "invalid use of '%' in replacement string") are
+    paid before the error is raised, so a loop of caught errors cannot buy
+    matching for free; the stats show them, and under half of that the
+    loop ends at the budget."""
+    code = ("local s = ('a'):rep(8) .. 'b' local p = ('a?'):rep(8) .. ('a'):rep(8) .. 'b' "
+            "for i = 1, 1000 do pcall(string.gsub, s, p, '%x') end return 1")
+    r = client.execute(code, limits={"max_reductions": 3000000})
+    assert r.ok, r
+    assert 1561000 <= r.result["stats"]["reductions"] < 1600000, r
+    r = client.execute(code, limits={"max_reductions": 800000})
+    assert r.kind == "reductions_limit", r

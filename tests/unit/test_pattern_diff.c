@@ -82,6 +82,8 @@ static void test_documented_bills(void **state)
         {"return mine_on.match('(x)', '%b()')", 4 + 1 + 2 + 1},
         /* 3 bytes, a-, '$' tried at 4 positions, the 2nd and 3rd 'a' */
         {"return mine_on.match('aaa', 'a-$')", 3 + 1 + 4 + 2},
+        /* a set with no ']': the 101 bytes scanned for one, the item */
+        {"return pcall(mine_on.find, 'a', '[' .. ('x'):rep(100))", 101 + 1},
     };
     struct pd d;
 
