@@ -35,36 +35,11 @@ static const char *const worker_kinds[] = {
 /* ------------------------------------------------------------------ */
 /* stats and the log line                                              */
 
-/* A process's CPU clock (CPUCLOCK_SCHED of MAKE_PROCESS_CPUCLOCK in the
- * kernel's posix-timers ABI). */
-static clockid_t worker_cpu_clock(pid_t pid)
-{
-    return (clockid_t)((~(unsigned)pid << 3) | 2u);
-}
-
-/* The worker's CPU time as the kernel counts it, measured here: its rusage
- * once reaped (an end frame may be read only at the reap), else its CPU
- * clock while it lives, else the last sample (taken before it was killed).
- * Never the figure a worker reports about itself. */
-uint64_t answer_cpu_raw(const struct exec *e)
-{
-    struct timespec ts;
-
-    if (e->w && e->w->reaped)
-        return e->w->cpu_us_final;
-    /* The clock id is built as the kernel defines it (what glibc's
-     * clock_getcpuclockid returns, without the clock_getres probe it makes
-     * first: clock_gettime fails the same way for a pid that is gone). */
-    if (!e->w || e->w->killed || clock_gettime(worker_cpu_clock(e->w->pid), &ts) != 0)
-        return e->cpu_us_seen;
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* CPU time of this execution: for a session chunk, since the chunk began,
  * so that cpu_ms never accumulates across chunks. */
 uint64_t answer_cpu_us(const struct exec *e)
 {
-    uint64_t raw = answer_cpu_raw(e);
+    uint64_t raw = wproc_cpu_us(e->w, e->cpu_us_seen);
 
     return raw > e->cpu_base_us ? raw - e->cpu_base_us : 0;
 }

@@ -25,11 +25,10 @@
 
 #include "daemon/exec.h"
 
-/* The worker's CPU time in µs: its rusage once reaped, else its CPU clock
- * while it lives, else the sample taken before it was killed. */
-uint64_t answer_cpu_raw(const struct exec *e);
-/* The CPU time of this execution: for a session chunk, since the chunk
- * began (answer_cpu_raw minus e->cpu_base_us, never below 0). */
+/* The CPU time of this execution in µs, measured by the supervisor
+ * (wproc_cpu_us, or the sample e->cpu_us_seen taken before the worker was
+ * killed): for a session chunk, since the chunk began (less
+ * e->cpu_base_us, never below 0). */
 uint64_t answer_cpu_us(const struct exec *e);
 
 /* The execution's one log line (info), outcome `kind`; wstats (the worker's

@@ -30,7 +30,7 @@ static void idle_cpu_arm(struct exec *e)
 {
     if (MUTANT(IDLE_CPU))
         return;                         /* mutant: an idle worker's CPU is free */
-    e->cpu_base_us = answer_cpu_raw(e);
+    e->cpu_base_us = wproc_cpu_us(e->w, e->cpu_us_seen);
     ev_timer_set(&e->cpu_timer, IDLE_CPU_CHECK, IDLE_CPU_CHECK);
     ev_timer_start(e->sup->loop, &e->cpu_timer);
 }

@@ -116,7 +116,7 @@ static void exec_finish(struct exec *e)
     clocks_stop(e);
     e->n_pending = 0;
     if (e->w) {
-        e->cpu_us_seen = answer_cpu_raw(e);
+        e->cpu_us_seen = wproc_cpu_us(e->w, e->cpu_us_seen);
         wproc_kill(e->w);
         e->state = ST_FINISHING;
         return;
@@ -239,7 +239,7 @@ static void session_run(struct exec *e, const struct exec_evdata *d)
     e->return_bindings = d->return_bindings;
     e->sjob = d->snapshot ? SJ_SNAPSHOT : SJ_CHUNK;
     e->t_start = ev_time();
-    e->cpu_base_us = answer_cpu_raw(e);
+    e->cpu_base_us = wproc_cpu_us(e->w, e->cpu_us_seen);
     e->state = ST_RUNNING;
     wproc_apply_limits(e->w, &e->lim);
     if ((rc = wproc_send_json(e->w, CHAN_JOB, d->json)) < 0) {

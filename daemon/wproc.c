@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/exec.h"
@@ -77,6 +78,26 @@ struct wproc *wproc_new(struct sup *s, pid_t pid, int fd)
     w->wio.data = w;
     ev_io_start(s->loop, &w->rio);
     return w;
+}
+
+/* A process's CPU clock (CPUCLOCK_SCHED of MAKE_PROCESS_CPUCLOCK in the
+ * kernel's posix-timers ABI): what glibc's clock_getcpuclockid returns,
+ * without the clock_getres probe it makes first (clock_gettime fails the
+ * same way for a pid that is gone). */
+static clockid_t cpu_clock(pid_t pid)
+{
+    return (clockid_t)((~(unsigned)pid << 3) | 2u);
+}
+
+uint64_t wproc_cpu_us(const struct wproc *w, uint64_t seen)
+{
+    struct timespec ts;
+
+    if (w && w->reaped)
+        return w->cpu_us_final;
+    if (!w || w->killed || clock_gettime(cpu_clock(w->pid), &ts) != 0)
+        return seen;
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 struct wproc *wproc_find(struct sup *s, pid_t pid)

@@ -77,6 +77,11 @@ void wproc_violation(struct wproc *w, const char *why);
 /* The process exited (cpu_us from its rusage): drain what it sent, detach,
  * release.  Frees w. */
 void wproc_exited(struct wproc *w, int status, uint64_t cpu_us);
+/* The worker's CPU time in µs as the kernel counts it, measured here, never
+ * the figure a worker reports about itself: its rusage once reaped (an end
+ * frame may be read only at the reap), else its CPU clock while it lives;
+ * `seen`, the caller's last sample, when w is NULL, killed or gone. */
+uint64_t wproc_cpu_us(const struct wproc *w, uint64_t seen);
 /* Find a live worker by pid; NULL if unknown. */
 struct wproc *wproc_find(struct sup *s, pid_t pid);
 
