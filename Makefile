@@ -129,6 +129,12 @@ $(O)/tests/%: $(O)/obj/tests/unit/%.o $(LIB) | $(TEST_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
 
+# The differential test of the worker's library against stock Lua 5.3
+# (tests/diff/luadiff.h): its generator and runner, also fuzzed (tests/fuzz).
+$(O)/tests/test_luadiff: $(O)/obj/tests/unit/test_luadiff.o $(O)/obj/tests/diff/luadiff.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CMOCKA_LIBS)
+
 # The meter (tests/tools/lua_meter.c): a chunk's instructions, charges and
 # peak heap measured with the stock liblua5.3 and the charge module only.
 METER_OBJS := $(O)/obj/tests/tools/lua_meter.o $(O)/obj/worker/charge.o \

@@ -13,6 +13,8 @@
  */
 #include "worker/charge.h"
 
+#include "proto/mutant.h"
+
 #include <lauxlib.h>
 #include <lua.h>
 #include <limits.h>
@@ -60,15 +62,26 @@ size_t charge_string_header(void)
  * instruction pays for; small calls then cost nothing more than that. */
 static void pay(lua_State *L, uint64_t n)
 {
+    struct charge *c = lua_touserdata(L, lua_upvalueindex(1));
+
     n = charge_call(n);
     if (n != 0)
-        charge_pay(L, lua_touserdata(L, lua_upvalueindex(1)), n);
+        (c->pay_ahead != NULL ? c->pay_ahead : c->pay)(L, c->ud, n);
 }
 
 /* A charge with no free part: one of several a call makes. */
 static void pay_exact(lua_State *L, uint64_t n)
 {
     charge_pay(L, lua_touserdata(L, lua_upvalueindex(1)), n);
+}
+
+/* The same for work not yet done (charge.h: pay_ahead). */
+static void pay_ahead(lua_State *L, uint64_t n)
+{
+    struct charge *c = lua_touserdata(L, lua_upvalueindex(1));
+
+    if (n != 0)
+        (c->pay_ahead != NULL ? c->pay_ahead : c->pay)(L, c->ud, n);
 }
 
 static int stock(lua_State *L)
@@ -110,13 +123,46 @@ static size_t strlen_at(lua_State *L, int idx)
     return len;
 }
 
-/* The length of the table at idx as the table functions see it (luaL_len:
- * a __len metamethod runs), or -1 when idx is not a table (the stock
- * function then raises or takes its own path). */
-static lua_Integer table_len(lua_State *L, int idx)
+/* What a table function needs of a value that is not a table. */
+#define NEED_READ   1       /* __index */
+#define NEED_WRITE  2       /* __newindex */
+#define NEED_LEN    4       /* __len */
+
+/* Whether the table on top has a (raw) field name. */
+static int has_field(lua_State *L, const char *name)
 {
-    if (lua_type(L, idx) != LUA_TTABLE)
-        return -1;
+    int t;
+
+    lua_pushstring(L, name);
+    t = lua_rawget(L, -2);
+    lua_pop(L, 1);
+    return t != LUA_TNIL;
+}
+
+/* The table functions take a table, or any value whose metatable has (raw)
+ * the fields of what they do with it; anything else is an argument error. */
+static void check_table(lua_State *L, int idx, int need)
+{
+    int ok;
+
+    if (lua_type(L, idx) == LUA_TTABLE)
+        return;
+    ok = lua_getmetatable(L, idx);
+    if (ok) {
+        ok = (!(need & NEED_READ) || has_field(L, "__index"))
+             && (!(need & NEED_WRITE) || has_field(L, "__newindex"))
+             && (!(need & NEED_LEN) || has_field(L, "__len"));
+        lua_pop(L, 1);
+    }
+    if (!ok)
+        luaL_checktype(L, idx, LUA_TTABLE);
+}
+
+/* The length of the table at idx (after check_table): luaL_len, so a __len
+ * metamethod runs, once, as in the stock function. */
+static lua_Integer table_len(lua_State *L, int idx, int need)
+{
+    check_table(L, idx, need | NEED_LEN);
     return luaL_len(L, idx);
 }
 
@@ -163,50 +209,104 @@ static int w_date(lua_State *L)
     return stock(L);
 }
 
-/* The conversion of the directive at fmt[i] (after the '%'), or 0 at the
- * end of the format; *next is the index after it. */
-static char directive(const char *fmt, size_t len, size_t i, size_t *next)
+/*
+ * string.format's work as far as stock gets: its format is read directive
+ * by directive, each taking the next argument, and the first directive
+ * stock refuses (no argument left, a spec too long, an unknown conversion,
+ * an argument of the wrong type, a string with zeros under a width or
+ * precision) stops it.  The walk here stops there too.  On its way it gives
+ * each %s argument that has a __tostring its text, in stock's order (the
+ * argument is replaced by it, so stock does not run it again): what stock
+ * would run, and nothing more, and the text is paid for by its bytes
+ * before format copies it, also when a later directive then fails.
+ */
+struct format_work {
+    size_t   scanned;       /* bytes of the format stock reads */
+    uint64_t each, bytes;   /* %q arguments; other string arguments */
+};
+
+/* The end of the spec at fmt[i] (after the '%': flags, width, precision),
+ * or len when stock refuses it. */
+static size_t format_spec(const char *fmt, size_t len, size_t i)
 {
-    while (i < len && strchr("-+ #0", fmt[i]) != NULL)
+    size_t flags = 0, d;
+
+    while (i < len && fmt[i] != '\0' && strchr("-+ #0", fmt[i]) != NULL) {
         i++;
-    while (i < len && ((fmt[i] >= '0' && fmt[i] <= '9') || fmt[i] == '.'))
+        flags++;
+    }
+    if (flags >= sizeof "-+ #0")
+        return len;                     /* repeated flags */
+    for (d = 0; d < 2 && i < len && fmt[i] >= '0' && fmt[i] <= '9'; d++)
         i++;
-    *next = i + 1;
-    return i < len ? fmt[i] : 0;
+    if (i < len && fmt[i] == '.') {
+        i++;
+        for (d = 0; d < 2 && i < len && fmt[i] >= '0' && fmt[i] <= '9'; d++)
+            i++;
+    }
+    if (i < len && fmt[i] >= '0' && fmt[i] <= '9')
+        return len;                     /* width or precision too long */
+    return i;
 }
 
-static int w_format(lua_State *L)
+static void format_walk(lua_State *L, const char *fmt, size_t len, struct format_work *w)
 {
-    size_t len, i = 0;
-    const char *fmt = luaL_checklstring(L, 1, &len);
-    int arg = 1, top = lua_gettop(L);
-    uint64_t each = len, bytes = 0;
+    int arg = 1, top = lua_gettop(L), ok;
+    size_t i = 0, start, slen;
+    const char *str;
 
     while (i < len) {
-        char conv;
         if (fmt[i++] != '%')
             continue;
         if (i < len && fmt[i] == '%') {
             i++;
             continue;
         }
-        conv = directive(fmt, len, i, &i);
-        if (++arg > top)
+        start = i;
+        if (++arg > top || (i = format_spec(fmt, len, i)) >= len)
             break;
-        if (conv == 's' && luaL_getmetafield(L, arg, "__tostring") != LUA_TNIL) {
-            /* The text a __tostring gives is copied like a string argument:
-             * made here, in the order format would make it, so that it is
-             * paid for even when a later directive fails. */
-            lua_pop(L, 1);
-            luaL_tolstring(L, arg, NULL);
-            lua_replace(L, arg);
+        switch (fmt[i++]) {
+        case 'c': case 'd': case 'i': case 'o': case 'u': case 'x': case 'X':
+            lua_tointegerx(L, arg, &ok);
+            break;
+        case 'a': case 'A': case 'e': case 'E': case 'f': case 'g': case 'G':
+            lua_tonumberx(L, arg, &ok);
+            break;
+        case 'q':
+            ok = lua_type(L, arg) <= LUA_TSTRING;   /* nil, boolean, number, string */
+            w->each += strlen_at(L, arg);
+            break;
+        case 's':
+            if (luaL_getmetafield(L, arg, "__tostring") != LUA_TNIL) {
+                lua_pop(L, 1);
+                luaL_tolstring(L, arg, NULL);       /* stock's turn to run it */
+                lua_replace(L, arg);
+            }
+            ok = 1;
+            if (lua_type(L, arg) == LUA_TSTRING) {
+                str = lua_tolstring(L, arg, &slen);
+                w->bytes += slen;
+                ok = i - start == 1 || strlen(str) == slen;   /* zeros under a modifier */
+            }
+            break;
+        default:
+            ok = 0;                     /* invalid option */
+            break;
         }
-        if (conv == 'q')
-            each += strlen_at(L, arg);
-        else
-            bytes += strlen_at(L, arg);
+        if (!ok)
+            break;
     }
-    pay(L, each / CHARGE_EACH_BYTES + bytes / CHARGE_BYTES);
+    w->scanned = i < len ? i : len;
+}
+
+static int w_format(lua_State *L)
+{
+    size_t len;
+    const char *fmt = luaL_checklstring(L, 1, &len);
+    struct format_work w = {0};
+
+    format_walk(L, fmt, len, &w);
+    pay(L, (w.scanned + w.each) / CHARGE_EACH_BYTES + w.bytes / CHARGE_BYTES);
     return stock(L);
 }
 
@@ -232,7 +332,7 @@ static int w_unpack(lua_State *L)
     luaL_checklstring(L, 2, &ld);
     pos = posrelat(luaL_optinteger(L, 3, 1), ld);
     if (memchr(fmt, 'z', lf) != NULL && pos >= 1 && (size_t)pos <= ld)
-        pay_exact(L, (ld - (size_t)pos + 1) / CHARGE_BYTES);   /* strlen may run to the end */
+        pay_ahead(L, (ld - (size_t)pos + 1) / CHARGE_BYTES);   /* strlen may run to the end */
     n = stock(L);
     pay(L, lf / CHARGE_EACH_BYTES + (uint64_t)n);
     return n;
@@ -240,56 +340,133 @@ static int w_unpack(lua_State *L)
 
 /* ---- table ---- */
 
-/* Only positions the stock function accepts are paid for: it refuses the
- * others with its own error before any work. */
+/*
+ * table.insert, remove, unpack and concat are written here from the
+ * reference manual (section 6.6), with stock's messages (found by running
+ * lua5.3): the stock functions take #t with luaL_len, so a wrapper that
+ * measured first would run a __len metamethod twice.  Each checks its
+ * arguments in stock's order, then pays, then works; an argument stock
+ * refuses costs nothing.
+ */
 static int w_insert(lua_State *L)
 {
-    lua_Integer e = table_len(L, 1), pos;
+    lua_Integer n = table_len(L, 1, NEED_READ | NEED_WRITE), pos, k;
+    lua_Integer e = (lua_Integer)((lua_Unsigned)n + 1u);    /* first empty slot */
 
-    if (e >= 0 && lua_gettop(L) == 3 && lua_isinteger(L, 2)) {
-        pos = lua_tointeger(L, 2);
-        if (pos >= 1 && pos <= e + 1)
-            pay(L, count(pos, e) * CHARGE_TABLE_VALUE);     /* moved up one */
+    switch (lua_gettop(L)) {
+    case 2:
+        pos = e;
+        break;
+    case 3:
+        pos = luaL_checkinteger(L, 2);
+        luaL_argcheck(L, n >= 0 && (lua_Unsigned)pos - 1u < (lua_Unsigned)e, 2,
+                      "position out of bounds");     /* 1 <= pos <= n + 1 */
+        break;
+    default:
+        return luaL_error(L, "wrong number of arguments to 'insert'");
     }
-    return stock(L);
+    pay(L, count(pos, e - 1) * CHARGE_TABLE_VALUE);     /* moved up one */
+    for (k = e; k > pos; k--) {
+        lua_geti(L, 1, k - 1);
+        lua_seti(L, 1, k);
+    }
+    lua_seti(L, 1, pos);
+    return 0;
 }
 
 static int w_remove(lua_State *L)
 {
-    lua_Integer size = table_len(L, 1), pos;
+    lua_Integer size = table_len(L, 1, NEED_READ | NEED_WRITE);
+    lua_Integer pos = luaL_optinteger(L, 2, size);
 
-    if (size >= 0) {
-        pos = luaL_optinteger(L, 2, size);
-        if (pos >= 1 && pos <= size + 1)
-            pay(L, count(pos, size) * CHARGE_TABLE_VALUE);
+    if (pos != size)
+        luaL_argcheck(L, size >= 0 && (lua_Unsigned)pos - 1u <= (lua_Unsigned)size, 1,
+                      "position out of bounds");     /* 1 <= pos <= size + 1 */
+    pay(L, count(pos, size) * CHARGE_TABLE_VALUE);
+    lua_geti(L, 1, pos);
+    for (; pos < size; pos++) {
+        lua_geti(L, 1, pos + 1);
+        lua_seti(L, 1, pos);
     }
-    return stock(L);
+    lua_pushnil(L);
+    lua_seti(L, 1, pos);
+    return 1;
 }
 
+/* A plain table: one without a metatable, whose reads and writes are raw. */
+static int plain_table(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) != LUA_TTABLE || !lua_getmetatable(L, idx))
+        return lua_type(L, idx) == LUA_TTABLE;
+    lua_pop(L, 1);
+    return 0;
+}
+
+/* table.move: paid before it moves between plain tables; with a metatable
+ * on either side (__index or __newindex may raise at any item) each item is
+ * paid as it is moved. */
 static int w_move(lua_State *L)
 {
+    struct charge *c = lua_touserdata(L, lua_upvalueindex(1));
     lua_Integer f = luaL_checkinteger(L, 2), e = luaL_checkinteger(L, 3);
+    lua_Integer t = luaL_checkinteger(L, 4), n, i;
+    int tt = lua_isnoneornil(L, 5) ? 1 : 5, each;
 
-    if (f > 0)
-        pay(L, count(f, e) > UINT64_MAX / CHARGE_TABLE_VALUE ? UINT64_MAX
-                                                             : count(f, e) * CHARGE_TABLE_VALUE);
-    return stock(L);
+    check_table(L, 1, NEED_READ);
+    check_table(L, tt, NEED_WRITE);
+    if (e >= f) {
+        luaL_argcheck(L, f > 0 || e < LUA_MAXINTEGER + f, 3, "too many elements to move");
+        n = e - f + 1;
+        luaL_argcheck(L, t <= LUA_MAXINTEGER - n + 1, 4, "destination wrap around");
+        each = !plain_table(L, 1) || !plain_table(L, tt);
+        if (!each)
+            pay(L, (uint64_t)n > UINT64_MAX / CHARGE_TABLE_VALUE ? UINT64_MAX
+                                                                  : (uint64_t)n * CHARGE_TABLE_VALUE);
+        if (t > e || t <= f || (tt != 1 && !lua_compare(L, 1, tt, LUA_OPEQ))) {
+            for (i = 0; i < n; i++) {
+                if (each)
+                    charge_pay(L, c, CHARGE_TABLE_VALUE);
+                lua_geti(L, 1, f + i);
+                lua_seti(L, tt, t + i);
+            }
+        } else {
+            for (i = n - 1; i >= 0; i--) {
+                if (each)
+                    charge_pay(L, c, CHARGE_TABLE_VALUE);
+                lua_geti(L, 1, f + i);
+                lua_seti(L, tt, t + i);
+            }
+        }
+    }
+    lua_pushvalue(L, tt);
+    return 1;
 }
 
 static int w_tunpack(lua_State *L)
 {
     lua_Integer i = luaL_optinteger(L, 2, 1);
     lua_Integer e = luaL_opt(L, luaL_checkinteger, 3, luaL_len(L, 1));
+    lua_Unsigned n;
 
-    pay(L, pushed(i, e));
-    return stock(L);
+    if (i > e)
+        return 0;
+    n = (lua_Unsigned)e - (lua_Unsigned)i;
+    if (n >= (lua_Unsigned)INT_MAX || !lua_checkstack(L, (int)++n))
+        return luaL_error(L, "too many results to unpack");
+    pay(L, (uint64_t)n);
+    for (; i < e; i++)
+        lua_geti(L, 1, i);
+    lua_geti(L, 1, e);
+    return (int)n;
 }
 
+/* table.sort is the stock function: a __len metamethod runs twice (here
+ * and there), the one difference from stock Lua left (docs/protocol.md). */
 static int w_sort(lua_State *L)
 {
-    lua_Integer n = table_len(L, 1);
+    lua_Integer n = lua_type(L, 1) == LUA_TTABLE ? luaL_len(L, 1) : 0;
 
-    if (n > 1 && n < INT_MAX) {
+    if (n > 1 && n < INT_MAX && (lua_isnoneornil(L, 2) || lua_type(L, 2) == LUA_TFUNCTION)) {
         uint64_t levels = 0;
         while (levels < 63 && ((lua_Integer)1 << levels) < n)
             levels++;
@@ -298,64 +475,124 @@ static int w_sort(lua_State *L)
     return stock(L);
 }
 
-/* table.concat.  A plain table is measured raw before the stock function
- * runs; one with a metatable (its items may come from __index) is built
- * here, each item paid as it is added, so that an error at the last item
- * has paid for the copying before it. */
-static int w_concat(lua_State *L)
+/* Stock prints the index as a C int: its low 32 bits, as a signed number. */
+static void concat_item_error(lua_State *L, lua_Integer i)
 {
-    size_t lsep, len;
-    const char *sep;
-    lua_Integer i, last;
-    uint64_t bytes = 0;
+    luaL_error(L, "invalid value (%s) at index %d in table for 'concat'",
+               luaL_typename(L, -1), (int)(int32_t)(uint32_t)(lua_Unsigned)i);
+}
+
+static void too_large(lua_State *L)
+{
+    luaL_error(L, "resulting string too large");
+}
+
+/* Items i..last of a table without a metatable: read raw, measured and
+ * paid for before the result is built.  A result above the cap is refused
+ * before it is built; up to CONCAT_DIRECT items are joined on the stack by
+ * lua_concat, which writes the result directly (a luaL_Buffer needs twice
+ * the result: the buffer, then the string). */
+#define CONCAT_DIRECT 4096
+
+static int concat_plain(lua_State *L, struct charge *c, const char *sep, size_t lsep,
+                        lua_Integer i, lua_Integer last)
+{
+    size_t total = 0, len, cap = c->cap != 0 && !MUTANT(REP_CONCAT) ? c->cap : SIZE_MAX;
+    uint64_t items = 0;
+    lua_Integer k;
     luaL_Buffer b;
 
-    if (lua_type(L, 1) != LUA_TTABLE)
-        return stock(L);
-    if (!lua_getmetatable(L, 1)) {
-        last = (lua_Integer)lua_rawlen(L, 1);
-        luaL_optlstring(L, 2, "", &lsep);
-        i = luaL_optinteger(L, 3, 1);
-        last = luaL_optinteger(L, 4, last);
-        uint64_t items = 0;
-        for (lua_Integer k = i; k <= last; k++) {
-            int t = lua_rawgeti(L, 1, k);
-            if (t == LUA_TSTRING)
-                lua_tolstring(L, -1, &len);
-            else
-                len = 0;
-            lua_pop(L, 1);
-            items++;
-            bytes += len + lsep;
-            if (t != LUA_TSTRING && t != LUA_TNUMBER)
-                break;              /* the stock function stops here too */
-            if (k == LUA_MAXINTEGER)
+    for (k = i; k <= last; k++) {
+        int t = lua_rawgeti(L, 1, k);
+        items++;
+        if (t != LUA_TSTRING && t != LUA_TNUMBER) {
+            pay(L, items * CHARGE_TABLE_VALUE + total / CHARGE_BYTES);
+            concat_item_error(L, k);
+        }
+        lua_tolstring(L, -1, &len);
+        lua_pop(L, 1);
+        if (len > cap - total)
+            too_large(L);
+        total += len;
+        if (k == last)
+            break;
+        if (lsep > cap - total)
+            too_large(L);
+        total += lsep;
+    }
+    pay(L, items * CHARGE_TABLE_VALUE + total / CHARGE_BYTES);
+    if (items <= CONCAT_DIRECT && !MUTANT(CAP_BUILD)) {
+        int n = 0;
+        if (c->fit != NULL)
+            c->fit(L, c->ud, total);
+        luaL_checkstack(L, 2 * (int)items + 1, "too many values to concatenate");
+        for (k = i; k <= last; k++) {
+            if (k > i && lsep > 0) {
+                lua_pushlstring(L, sep, lsep);
+                n++;
+            }
+            lua_rawgeti(L, 1, k);
+            n++;
+            if (k == last)
                 break;
         }
-        pay(L, items * CHARGE_TABLE_VALUE + bytes / CHARGE_BYTES);
-        return stock(L);
+        lua_concat(L, n);
+        lua_tolstring(L, -1, NULL);     /* a single number item becomes its text */
+        return 1;
     }
-    lua_pop(L, 1);
-    last = luaL_len(L, 1);
-    sep = luaL_optlstring(L, 2, "", &lsep);
-    i = luaL_optinteger(L, 3, 1);
-    last = luaL_optinteger(L, 4, last);
+    if (c->fit != NULL)
+        c->fit(L, c->ud, total > SIZE_MAX / 2 ? SIZE_MAX : total * 2);
+    luaL_buffinitsize(L, &b, total);
+    for (k = i; k <= last; k++) {
+        lua_rawgeti(L, 1, k);
+        luaL_addvalue(&b);
+        if (k == last)
+            break;
+        luaL_addlstring(&b, sep, lsep);
+    }
+    luaL_pushresult(&b);
+    return 1;
+}
+
+/* Items of anything else (__index may make each one): each paid as it is
+ * added, so an error at an item has paid for the copying before it; the
+ * allocator's string cap is the guard. */
+static int concat_any(lua_State *L, struct charge *c, const char *sep, size_t lsep,
+                      lua_Integer i, lua_Integer last)
+{
+    luaL_Buffer b;
+    size_t len;
+
     luaL_buffinit(L, &b);
     for (; i <= last; i++) {
         lua_geti(L, 1, i);
         if (!lua_isstring(L, -1))
-            return luaL_error(L, "invalid value (%s) at index %I in table for 'concat'",
-                              luaL_typename(L, -1), (LUAI_UACINT)i);
+            concat_item_error(L, i);
         lua_tolstring(L, -1, &len);
-        pay_exact(L, CHARGE_TABLE_VALUE + (len + lsep) / CHARGE_BYTES);
+        charge_pay(L, c, CHARGE_TABLE_VALUE + (len + lsep) / CHARGE_BYTES);
         luaL_addvalue(&b);
-        if (i != last)
-            luaL_addlstring(&b, sep, lsep);
-        else
+        if (i == last)
             break;
+        luaL_addlstring(&b, sep, lsep);
     }
     luaL_pushresult(&b);
     return 1;
+}
+
+static int w_concat(lua_State *L)
+{
+    struct charge *c = lua_touserdata(L, lua_upvalueindex(1));
+    lua_Integer last = table_len(L, 1, NEED_READ), i;
+    size_t lsep;
+    const char *sep = luaL_optlstring(L, 2, "", &lsep);
+
+    i = luaL_optinteger(L, 3, 1);
+    last = luaL_optinteger(L, 4, last);
+    if (lua_type(L, 1) == LUA_TTABLE && !lua_getmetatable(L, 1))
+        return concat_plain(L, c, sep, lsep, i, last);
+    if (lua_type(L, 1) == LUA_TTABLE)
+        lua_pop(L, 1);
+    return concat_any(L, c, sep, lsep, i, last);
 }
 
 /* ---- utf8 ---- */
@@ -381,6 +618,9 @@ static int w_len(lua_State *L)
     luaL_checklstring(L, 1, &len);
     posi = posrelat(luaL_optinteger(L, 2, 1), len);
     posj = posrelat(luaL_optinteger(L, 3, -1), len);
+    luaL_argcheck(L, 1 <= posi && posi - 1 <= (lua_Integer)len, 2,
+                  "initial position out of string");
+    luaL_argcheck(L, posj - 1 < (lua_Integer)len, 3, "final position out of string");
     pay(L, count(posi, posj) / CHARGE_EACH_BYTES);
     return stock(L);
 }

@@ -47,7 +47,10 @@
  * A function's charge for one call is less CHARGE_FREE, its free part,
  * which the call's own instruction pays for (so small calls cost only that
  * instruction), except where it pays as it goes (the pattern functions,
- * table.concat of a table with a metatable, load's source).
+ * table.concat and table.move of a table with a metatable, load's source).
+ * A charge is paid only for work stock would do: each function checks its
+ * arguments as stock does, in stock's order, before it pays, so an argument
+ * stock refuses is the same catchable error here, never a spent budget.
  *
  * Per function (besides the strings it makes):
  *   string.byte        values: the results
@@ -59,10 +62,11 @@
  *                      gsub copies into its result (the match, captures,
  *                      replacement values, the subject after the last
  *                      match); each byte of a replacement string, per match
- *   string.format      each byte of the format and of %q arguments; bytes
- *                      of the other string arguments, and of what a
- *                      __tostring gives for %s (it runs before format does,
- *                      so also when an earlier directive then fails)
+ *   string.format      each byte of the format and of %q arguments, and
+ *                      bytes of the other string arguments and of what a
+ *                      __tostring gives for %s, as far as stock reads them
+ *                      (to the directive it refuses, if any; the wrapper
+ *                      runs those __tostring itself, in stock's order)
  *   string.lower, upper, reverse        each byte
  *   string.pack        each byte of the format; values: the arguments;
  *                      bytes of string arguments
@@ -71,7 +75,8 @@
  *                      'z' option, bytes from the position to the end
  *   table.concat       table values: the items; bytes of the items
  *   table.insert, remove    table values: the items moved
- *   table.move         table values: the items
+ *   table.move         table values: the items (each as it is moved when
+ *                      either table has a metatable)
  *   table.unpack, pack values: the items
  *   table.sort         sorting
  *   utf8.char          values: the arguments
@@ -87,8 +92,10 @@
  * print is not charged in sandboxd: it copies at most max_output_bytes
  * (once its output is cut it does nothing), and a measuring harness's print
  * writes nothing.
- * A function whose length argument defaults to #t measures it first with
- * luaL_len, as the function itself does: a __len metamethod runs twice.
+ * table.insert, remove, unpack, concat and move are this module's own
+ * (written from the manual, with stock's messages); table.sort is stock's
+ * behind a wrapper that takes #t first with luaL_len, as sort itself does
+ * then: a __len metamethod of the table it sorts runs twice.
  * Everything else in the library does bounded work per call.
  *
  * This module depends on the Lua API only, never on the worker: a program
@@ -151,6 +158,18 @@ struct charge {
      * it after each payment so as to pay the step that crosses the budget
      * (pattern.c). */
     uint64_t (*room)(lua_State *L, void *ud);
+    /* Optional (NULL: pay): called instead of pay with a charge for work
+     * not yet done, paid before it runs (every charge but the pattern
+     * functions', table.concat's and table.move's per item and
+     * string.format's after it returns); the worker refuses one larger
+     * than what is left of the budget without counting it. */
+    void (*pay_ahead)(lua_State *L, void *ud, uint64_t n);
+    /* Optional (0, NULL: none).  table.concat refuses a result longer than
+     * cap bytes with the catchable "resulting string too large", before
+     * building it, and calls fit(L, ud, need) before it builds need bytes
+     * (the worker collects there when they would not fit). */
+    size_t cap;
+    void (*fit)(lua_State *L, void *ud, size_t need);
 };
 
 /* The charge for a new string of len bytes. */

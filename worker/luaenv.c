@@ -77,8 +77,8 @@ static void set_fatal(struct luaenv *e, int kind)
 
 /* Add units to the budget's count; the fatal flag when that spends it.
  * No effect without a budget or once a limit is set.  The count saturates
- * at INT64_MAX (a charge for work that would never end, table.move over
- * 2^62 values, is reported as that, and stays a JSON integer). */
+ * at INT64_MAX, so it stays a JSON integer (a library charge larger than
+ * what is left of a budget never gets here: luaenv_charge refuses it). */
 #define REDUCTIONS_MAX ((uint64_t)INT64_MAX)
 
 static void bill(struct luaenv *e, uint64_t units)
@@ -258,6 +258,8 @@ size_t luaenv_string_cap(const struct luaenv *e) { return e->string_cap; }
 void luaenv_stats(const struct luaenv *e, struct luaenv_stats *out)
 {
     out->reductions = e->hook_period ? e->reductions : 0;
+    out->refused = e->refused;
+    out->max_reductions = e->max_reductions;
     out->heap_bytes = e->used;
     out->heap_peak_bytes = e->peak;
     out->output_truncated = e->output_truncated;
@@ -434,6 +436,8 @@ void luaenv_apply(struct luaenv *e, const struct luaenv_limits *lim)
     e->string_cap = LUAENV_STRING_CAP_MAX;
     if (lim->max_heap != 0 && lim->max_heap / 2 < e->string_cap)
         e->string_cap = lim->max_heap / 2;
+    e->charge.cap = e->string_cap;
+    e->loading = 0;
     e->peak = e->used;
     e->last_refusal = LUAENV_REFUSED_NONE;
     e->retry_armed = 0;
@@ -447,6 +451,7 @@ void luaenv_apply(struct luaenv *e, const struct luaenv_limits *lim)
     e->max_reductions = lim->max_reductions;
     e->cpu_us = lim->cpu_us;
     e->reductions = 0;
+    e->refused = 0;
     e->hook_ticks = 0;
     e->hook_period = 0;
     e->output_fd = lim->output_fd;
@@ -499,11 +504,34 @@ void luaenv_charge(lua_State *L, uint64_t units)
     luaenv_check(L);
 }
 
-/* struct charge's pay: the library's charges (charge.h). */
+void luaenv_charge_ahead(lua_State *L, uint64_t units)
+{
+    struct luaenv *e = luaenv_from(L);
+
+    if (!e->charging || e->host)
+        return;
+    if (e->hook_period != 0 && e->fatal == LUAENV_FATAL_NONE && e->max_reductions != 0
+        && units > e->max_reductions - (e->reductions < e->max_reductions ? e->reductions
+                                                                          : e->max_reductions)) {
+        e->refused = units;             /* the work never runs: not counted */
+        e->fatal = LUAENV_FATAL_REDUCTIONS;
+    } else {
+        bill(e, units);
+    }
+    luaenv_check(L);
+}
+
+/* struct charge's pay and pay_ahead: the library's charges (charge.h). */
 static void pay_charge(lua_State *L, void *ud, uint64_t n)
 {
     (void)ud;
     luaenv_charge(L, n);
+}
+
+static void pay_ahead_charge(lua_State *L, void *ud, uint64_t n)
+{
+    (void)ud;
+    luaenv_charge_ahead(L, n);
 }
 
 /* struct charge's room: the reductions left before a payment raises. */
@@ -519,11 +547,35 @@ static uint64_t room_charge(lua_State *L, void *ud)
     return e->max_reductions != 0 ? e->max_reductions - e->reductions : UINT64_MAX;
 }
 
+/* struct charge's fit: before a result of need bytes is built in a
+ * luaL_Buffer or by lua_concat (which get no emergency collection),
+ * collect first if it would not fit. */
+static void fit_charge(lua_State *L, void *ud, size_t need)
+{
+    struct luaenv *e = ud;
+
+    if (e->max_heap != 0 && (need > e->max_heap || e->used > e->max_heap - need))
+        luaenv_collect(L);
+}
+
+void luaenv_loading(lua_State *L, int delta)
+{
+    luaenv_from(L)->loading += delta;
+}
+
+int luaenv_in_load(lua_State *L)
+{
+    if (MUTANT(LOAD_BOUNDARY))
+        return 0;                       /* mutant: load's errors reach the chunk's handler */
+    return luaenv_from(L)->loading > 0;
+}
+
 void luaenv_finish(struct luaenv *e)
 {
     e->charging = 0;
     e->max_heap = 0;
     e->string_cap = (size_t)-1 / 2;
+    e->charge.cap = e->string_cap;
     lua_sethook(e->L, NULL, 0, 0);
 }
 
@@ -766,6 +818,9 @@ struct luaenv *luaenv_new(void)
     e->string_cap = LUAENV_STRING_CAP_MAX;
     e->charge.pay = pay_charge;
     e->charge.ud = e;
+    e->charge.cap = e->string_cap;
+    e->charge.fit = fit_charge;
+    e->charge.pay_ahead = pay_ahead_charge;
     e->charge.room = room_charge;
     e->L = lua_newstate(env_alloc, e);
     if (e->L == NULL)

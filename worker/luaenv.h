@@ -19,14 +19,15 @@
  *   load            text only (mode forced to "t") for strings and readers;
  *                   env defaults to the sandbox globals; a reader may
  *                   deliver at most the string cap in total; lua_load runs
- *                   inside a lua_pcall with no message handler, so no error
- *                   of the parser or the reader reaches the caller's handler
+ *                   under the caller's message handler, as in stock Lua
+ *                   (the chunk's own handler ignores it: luaenv_in_load)
  *   pcall, xpcall   rethrow while a fatal limit is set; xpcall skips the
  *                   user handler while fatal
  *   coroutine.resume, coroutine.wrap   rethrow while fatal
  *   setmetatable    refuses a metatable with a __gc field
  *   collectgarbage  "count" is real; every other option returns 0
- *   print           tostring semantics, tab separated, newline; each call
+ *   print           the global tostring of each argument (stock's checks and
+ *                   messages), tab separated, newline; each call
  *                   is sent at once as CHAN_OUTPUT frames, up to
  *                   max_output_bytes, then dropped (output_truncated)
  *   string.rep, table.concat   pre-check the result size against the string
@@ -34,7 +35,11 @@
  *                   large results are built with lua_concat (string.rep by
  *                   doubling, table.concat of up to 4096 items at once), not
  *                   in a buffer, so a result of the cap fits in the heap
- *   unpack          alias of table.unpack (as in Legion)
+ *                   (table.concat is charge.c's, given the cap and a
+ *                   collection before it builds through struct charge)
+ *   unpack          a copy of table.unpack (as in Legion): the same
+ *                   function, another value, so error messages name each
+ *                   one alone whatever the state's hash seed
  *
  * Limits.  All per-run state hangs off the allocator's ud (this struct), so
  * any C function finds it with lua_getallocf().
@@ -112,6 +117,8 @@ struct luaenv_limits {
 
 struct luaenv_stats {
     uint64_t reductions;        /* instructions counted by the hook (0: no hook) */
+    uint64_t refused;           /* a charge that ended the chunk unpaid (0: none) */
+    uint64_t max_reductions;    /* the budget (0: none) */
     size_t   heap_bytes;        /* current */
     size_t   heap_peak_bytes;   /* since the last luaenv_apply() */
     int      output_truncated;
@@ -136,10 +143,12 @@ struct luaenv {                 /* read by luaenv*.c only; others use the functi
     /* charges (charge.h): only while the chunk runs (luaenv_start), and
      * not for what host code makes for it (luaenv_host_begin) */
     int      charging, host;
+    int      loading;           /* load calls running (luaenv_loading) */
     struct charge charge;       /* the library's charges, paid by luaenv_charge */
     /* sticky limits */
     int      fatal;             /* enum luaenv_fatal */
     uint64_t max_reductions, reductions, cpu_us;
+    uint64_t refused;           /* luaenv_charge: a charge larger than what is left */
     int      hook_period;       /* 0 = no hook installed */
     unsigned hook_ticks;
     /* print */
@@ -183,6 +192,12 @@ void luaenv_host_end(lua_State *L, int was);
 /* Charge units to the budget while the chunk runs (outside host code);
  * raises the reductions limit when that spends it. */
 void luaenv_charge(lua_State *L, uint64_t units);
+
+/* The same for work not yet done, paid before it runs: a charge larger than
+ * what is left of the budget raises the limit without being counted
+ * (stats.reductions stays what was paid; the work never runs), and is kept
+ * as `refused`, which the verdict names. */
+void luaenv_charge_ahead(lua_State *L, uint64_t units);
 
 /* After the chunk has returned and before results are converted in C: lift
  * the heap cap, stop charges and remove the hook.  No Lua may run after
@@ -236,6 +251,14 @@ void luaenv_check(lua_State *L);
  * message handlers that run before the stack unwinds: would the error value
  * at idx be fatal?  Sets the fatal flag when it is. */
 int luaenv_is_fatal_error(lua_State *L, int idx);
+
+/* load (luaenv_lib.c) runs lua_load under the caller's message handler,
+ * as stock Lua does: delta 1 before, -1 after.  luaenv_in_load() is true
+ * while one runs: an error a message handler sees then is load's to catch
+ * (on the thread that runs the chunk's top-level handler, no other
+ * protected call can be between them), not one that ends the chunk. */
+void luaenv_loading(lua_State *L, int delta);
+int luaenv_in_load(lua_State *L);
 
 /* Output of print: send s[0..len) as CHAN_OUTPUT frames within the cap. */
 void luaenv_output(struct luaenv *e, const char *s, size_t len);

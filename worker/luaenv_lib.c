@@ -142,7 +142,7 @@ static int sb_resume(lua_State *L)
     lua_State *co = lua_tothread(L, 1);
     int r;
 
-    luaL_argcheck(L, co != NULL, 1, "coroutine expected");
+    luaL_argcheck(L, co != NULL, 1, "thread expected");
     r = resume(L, co, lua_gettop(L) - 1);
     if (r < 0) {
         lua_pushboolean(L, 0);
@@ -198,7 +198,8 @@ struct reader {
 };
 
 /* Calls the function at index 1 for the next piece; pieces count against
- * the string cap in total. */
+ * the string cap in total.  Runs in load's own frame (inside lua_load), as
+ * stock's reader does: its errors have stock's positions and levels. */
 static const char *read_piece(lua_State *L, void *ud, size_t *size)
 {
     struct reader *rd = ud;
@@ -223,71 +224,39 @@ static const char *read_piece(lua_State *L, void *ud, size_t *size)
     return s;
 }
 
-struct load_args {
-    const char   *s;            /* the chunk text, or NULL: a reader at index 1 */
-    size_t        len;
-    const char   *name, *mode;
-    struct reader rd;
-    int           status;       /* of lua_load */
-};
-
-/* Runs under lua_pcall with no message handler; index 1 is the chunk text or
- * the reader, index 2 the load_args.  Leaves the function or the error. */
-static int load_protected(lua_State *L)
-{
-    struct load_args *a = lua_touserdata(L, 2);
-
-    lua_settop(L, RESERVED_SLOT);
-    if (a->s != NULL)
-        a->status = luaL_loadbufferx(L, a->s, a->len, a->name, a->mode);
-    else
-        a->status = lua_load(L, read_piece, &a->rd, a->name, a->mode);
-    return 1;
-}
-
 /*
- * lua_load runs the parser and the reader protected, but under the message
- * handler of the calling code (luaD_protectedparser keeps L->errfunc): an
- * error there (a reader that raises or returns a non-string, a parser limit
- * raised as a runtime error) would reach the chunk's top-level handler,
- * which must only ever see the error that ends the chunk.  So load is a
- * protected boundary of its own, like pcall: lua_load runs inside a
- * lua_pcall with no handler.
+ * load as stock's, but for text only and with its charges.  lua_load runs
+ * the parser and the reader protected, under the message handler of the
+ * calling code, as in stock Lua (an xpcall's handler sees a reader's
+ * error); while it runs, luaenv_loading() is true, so the chunk's
+ * top-level handler (worker.c) knows such an error is load's, not the end
+ * of the chunk.
  */
 static int sb_load(lua_State *L)
 {
-    struct load_args a = {0};
+    struct reader rd = {0};
+    size_t len;
+    const char *s = lua_tolstring(L, 1, &len), *name;
+    const char *mode = luaL_optstring(L, 3, "bt");
     int env = lua_isnone(L, 4) ? 0 : 4;
     int status;
 
-    a.s = lua_tolstring(L, 1, &a.len);
-    if (MUTANT(BYTECODE))
-        a.mode = luaL_optstring(L, 3, "bt");    /* mutant: binary chunks accepted */
-    else
-        a.mode = "t";
-    if (a.s != NULL) {
-        luaenv_charge(L, charge_source(a.len));     /* the lexer reads every byte */
-        a.name = luaL_optstring(L, 2, a.s);
+    if (!MUTANT(BYTECODE))
+        mode = "t";                     /* (the mutant: binary chunks accepted) */
+    if (s != NULL) {
+        name = luaL_optstring(L, 2, s);
+        luaenv_charge_ahead(L, charge_source(len));     /* the lexer reads every byte */
+        luaenv_loading(L, 1);
+        status = luaL_loadbufferx(L, s, len, name, mode);
     } else {
-        a.name = luaL_optstring(L, 2, "=(load)");
-        a.rd.cap = luaenv_string_cap(luaenv_from(L));
+        name = luaL_optstring(L, 2, "=(load)");
         luaL_checktype(L, 1, LUA_TFUNCTION);
+        rd.cap = luaenv_string_cap(luaenv_from(L));
+        lua_settop(L, RESERVED_SLOT);
+        luaenv_loading(L, 1);
+        status = lua_load(L, read_piece, &rd, name, mode);
     }
-    if (MUTANT(LOAD_BOUNDARY)) {
-        lua_pushvalue(L, 1);            /* mutant: lua_load under the caller's handler */
-        lua_pushlightuserdata(L, &a);
-        lua_pushcfunction(L, load_protected);
-        lua_insert(L, -3);
-        lua_call(L, 2, 1);
-        status = a.status;
-    } else {
-        lua_pushcfunction(L, load_protected);
-        lua_pushvalue(L, 1);
-        lua_pushlightuserdata(L, &a);
-        status = lua_pcall(L, 2, 1, 0);
-        if (status == LUA_OK)
-            status = a.status;
-    }
+    luaenv_loading(L, -1);
     if (status == LUA_OK) {
         if (env != 0) {
             lua_pushvalue(L, env);
@@ -333,6 +302,8 @@ static int sb_collectgarbage(lua_State *L)
                                        "setpause", "setstepmul", "isrunning", NULL};
     int o = luaL_checkoption(L, 1, "collect", opts);
 
+    luaL_optinteger(L, 2, 0);           /* checked as stock does, then unused */
+
     if (strcmp(opts[o], "count") == 0) {
         int kb = lua_gc(L, LUA_GCCOUNT, 0), b = lua_gc(L, LUA_GCCOUNTB, 0);
         lua_pushnumber(L, (lua_Number)kb + (lua_Number)b / 1024);
@@ -352,14 +323,22 @@ static int sb_print(lua_State *L)
 
     if (e->output_truncated)
         return 0;               /* nothing more would be sent */
-    /* Every argument's text first (a __tostring may fail), then the line:
-     * nothing is copied for a print that fails.  The line is not charged
-     * (charge.h): what print copies is bounded by max_output_bytes, since
-     * once the output is cut print does nothing. */
+    /* Every argument's text first, by the global tostring as stock print
+     * does (a __tostring may fail), then the line: nothing is copied for a
+     * print that fails.  The line is not charged (charge.h): what print
+     * copies is bounded by max_output_bytes, since once the output is cut
+     * print does nothing. */
+    lua_getglobal(L, "tostring");
     for (i = 1; i <= n; i++) {
-        luaL_tolstring(L, i, NULL);
+        lua_pushvalue(L, n + 1);
+        lua_pushvalue(L, i);
+        lua_call(L, 1, 1);
+        if (lua_type(L, -1) != LUA_TSTRING && !lua_isnumber(L, -1))
+            return luaL_error(L, "'tostring' must return a string to 'print'");
+        lua_tolstring(L, -1, NULL);
         lua_replace(L, i);
     }
+    lua_settop(L, n);
     luaL_buffinit(L, &b);
     for (i = 1; i <= n; i++) {
         if (i > 1)
@@ -376,7 +355,7 @@ static int sb_print(lua_State *L)
     return 0;
 }
 
-/* ---- string.rep, table.concat: size pre-checks, exact at the cap ---- */
+/* ---- string.rep: a size pre-check, exact at the cap ---- */
 
 /*
  * The string cap is exact: a result of up to the cap is built, a longer one
@@ -385,10 +364,10 @@ static int sb_print(lua_State *L)
  * twice the result: at the cap (half of max_heap) that alone is the whole
  * heap.  So large results are built with lua_concat, which writes the new
  * string directly: string.rep by doubling (the peak is the result and the
- * half before it), table.concat of up to CONCAT_DIRECT items in one step.
+ * half before it).  (table.concat does the same in charge.c, with the cap
+ * and the collection luaenv.c gives its struct charge.)
  */
 #define REP_DIRECT     ((size_t)64 << 10)  /* smaller results: the stock string.rep */
-#define CONCAT_DIRECT  4096                /* items concatenated on the stack */
 
 /* s (index 1) repeated n > 0 times with sep (index 3, a string) between:
  * r = s, then for each bit of n below its highest, r = r..sep..r, with
@@ -482,82 +461,28 @@ static int sb_rep(lua_State *L)
     }
     /* charged as the one string it makes (charge.h), before making it; the
      * halves on the way are this function's own business */
-    luaenv_charge(L, charge_string(total));
+    luaenv_charge_ahead(L, charge_string(total));
     host = luaenv_host_begin(L);
     rep_by_doubling(L, n, l, lsep);
     luaenv_host_end(L, host);
     return 1;
 }
 
-static int sb_concat(lua_State *L)
-{
-    size_t cap = luaenv_string_cap(luaenv_from(L)), total = 0, len, lsep;
-    lua_Integer i, first, last;
-    int t, k, complete = 1;
-
-    /* A plain table can be measured raw; with a metatable (__index, __len)
-     * the allocator's string cap is the guard. */
-    if (MUTANT(REP_CONCAT))
-        return call_original(L);        /* mutant: no size pre-check */
-    if (lua_type(L, 1) != LUA_TTABLE)
-        return call_original(L);
-    if (lua_getmetatable(L, 1)) {
-        lua_pop(L, 1);
-        return call_original(L);
-    }
-    luaL_optlstring(L, 2, "", &lsep);
-    first = i = luaL_optinteger(L, 3, 1);
-    last = lua_isnoneornil(L, 4) ? (lua_Integer)lua_rawlen(L, 1) : luaL_checkinteger(L, 4);
-    for (; i <= last; i++) {
-        t = lua_rawgeti(L, 1, i);
-        if (t != LUA_TSTRING && t != LUA_TNUMBER) {
-            lua_pop(L, 1);
-            complete = 0;
-            break;              /* the original reports the bad value */
-        }
-        lua_tolstring(L, -1, &len);
-        lua_pop(L, 1);
-        if (len > cap - total)
-            return too_large(L);
-        total += len;
-        if (i == last)
-            break;
-        if (lsep > cap - total)
-            return too_large(L);
-        total += lsep;
-    }
-    if (MUTANT(CAP_BUILD))
-        complete = 0;                   /* mutant: the stock buffer at any size */
-    if (!complete || (first <= last && last - first >= CONCAT_DIRECT)) {
-        make_room(L, total * 2);
-        return call_original(L);
-    }
-    /* the charge of table.concat (charge.c) for what this builds itself */
-    luaenv_charge(L, charge_call((uint64_t)(first <= last ? last - first + 1 : 0) *
-                                 CHARGE_TABLE_VALUE + total / CHARGE_BYTES));
-    make_room(L, total);
-    lua_settop(L, 2);
-    if (lsep == 0) {
-        lua_pushliteral(L, "");
-        lua_replace(L, 2);
-    }
-    luaL_checkstack(L, (int)(2 * (last - first) + 2), "too many values to concatenate");
-    for (k = 0, i = first; i <= last; i++) {
-        if (i > first && lsep > 0) {
-            lua_pushvalue(L, 2);
-            k++;
-        }
-        lua_rawgeti(L, 1, i);
-        k++;
-        if (i == last)
-            break;
-    }
-    lua_concat(L, k);
-    lua_tolstring(L, -1, NULL);  /* a single number item becomes its text */
-    return 1;
-}
-
 /* ---- installation ---- */
+
+/* A copy of the C function at idx, with its upvalues: the same behaviour,
+ * another identity.  luaL names a function called from C by searching the
+ * loaded tables in hash order, which the state's seed decides: an alias
+ * that were the same value as the original would be named either way. */
+static void push_copy(lua_State *L, int idx)
+{
+    int n = 0;
+
+    luaL_checkstack(L, 8, NULL);
+    while (lua_getupvalue(L, idx, n + 1) != NULL)
+        n++;
+    lua_pushcclosure(L, lua_tocfunction(L, idx), n);
+}
 
 /* Replace tab[name] by a closure of f over the original value. */
 static void wrap_field(lua_State *L, int tab, const char *name, lua_CFunction f)
@@ -605,9 +530,9 @@ int luaenv_openlib(lua_State *L)
     lua_pop(L, 1);
 
     lua_getfield(L, g, LUA_TABLIBNAME);
-    wrap_field(L, lua_gettop(L), "concat", sb_concat);
     lua_getfield(L, -1, "unpack");
+    push_copy(L, lua_gettop(L));
     lua_setfield(L, g, "unpack");
-    lua_pop(L, 1);
+    lua_pop(L, 2);
     return 0;
 }

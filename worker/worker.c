@@ -103,13 +103,21 @@ static void end_errorf(struct job *job, const char *kind, const char *msg)
 static void end_fatal(struct job *job)
 {
     struct luaenv_stats st;
-    char buf[160];
+    char buf[256];
 
     luaenv_stats(job->env, &st);
     switch (luaenv_fatal(job->env)) {
     case LUAENV_FATAL_REDUCTIONS:
-        snprintf(buf, sizeof buf, "evaluation exceeded the reduction (CPU) limit after ~%llu "
-                 "reductions and was killed", (unsigned long long)st.reductions);
+        if (st.refused != 0)            /* a library call stopped before its work */
+            snprintf(buf, sizeof buf, "evaluation exceeded the reduction (CPU) limit after ~%llu "
+                     "reductions and was killed: a library call would have cost %s%llu more "
+                     "(max_reductions %llu)", (unsigned long long)st.reductions,
+                     st.refused > INT64_MAX ? "over " : "",
+                     (unsigned long long)(st.refused > INT64_MAX ? INT64_MAX : st.refused),
+                     (unsigned long long)st.max_reductions);
+        else
+            snprintf(buf, sizeof buf, "evaluation exceeded the reduction (CPU) limit after ~%llu "
+                     "reductions and was killed", (unsigned long long)st.reductions);
         end_errorf(job, "reductions_limit", buf);
         break;
     case LUAENV_FATAL_CPU:
@@ -346,16 +354,17 @@ static void record_traceback(struct job *job, lua_State *L)
 
 /*
  * Message handler of the chunk.  Every protected boundary the chunk can
- * reach (pcall, xpcall, coroutines, load) has its own handler or none, so
- * this runs only for an error that ends the chunk; it still runs under the
+ * reach (pcall, xpcall, coroutines) has its own handler or none, and load
+ * (which runs under this one, as in stock Lua) says so (luaenv_in_load), so
+ * this records only an error that ends the chunk; it still runs under the
  * limits and allocates nothing (record_traceback).
  */
 static int msgh(lua_State *L)
 {
     struct job *job = lua_touserdata(L, lua_upvalueindex(1));
 
-    if (luaenv_is_fatal_error(L, 1))
-        return 1;           /* classified by the flag; nothing to build */
+    if (luaenv_is_fatal_error(L, 1) || luaenv_in_load(L))
+        return 1;           /* classified by the flag, or load's: nothing to build */
     if (MUTANT(TRACEBACK_BOUND)) {      /* mutant: the stock traceback with the limits lifted */
         lua_Debug ar;
         size_t len;

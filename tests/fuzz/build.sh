@@ -11,7 +11,7 @@ fi
 
 CC=${CC:-clang}
 OUT=build/fuzz
-TARGETS_ALL="fuzz_ndjson_rpc fuzz_chan fuzz_codec fuzz_bindings fuzz_limits fuzz_jsonpass fuzz_tools fuzz_pattern"
+TARGETS_ALL="fuzz_ndjson_rpc fuzz_chan fuzz_codec fuzz_bindings fuzz_limits fuzz_jsonpass fuzz_tools fuzz_pattern fuzz_luadiff"
 TARGETS=${*:-$TARGETS_ALL}
 
 PKG_CFLAGS=$(pkg-config --cflags lua5.3 jansson)
@@ -23,7 +23,8 @@ LIBS="$PKG_LIBS -lm"
 
 # The project sources each target links (proto/ and the worker's Lua
 # codecs, not the rest of worker/: the unit tests, whose Lua setup the
-# targets copy, use luaL_newstate+luaL_openlibs, not worker/luaenv.c).
+# targets copy, use luaL_newstate+luaL_openlibs, not worker/luaenv.c; but
+# fuzz_luadiff, which compares the worker's environment with stock Lua).
 srcs_for() {
     case $1 in
     fuzz_ndjson_rpc) echo "proto/inbuf.c proto/ndjson.c proto/jsonrpc.c proto/jsonpass.c proto/utf8.c" ;;
@@ -34,11 +35,13 @@ srcs_for() {
     fuzz_limits)     echo "policy/limits.c" ;;
     fuzz_tools)      echo "proto/tools.c proto/jsonrpc.c proto/jsonpass.c proto/utf8.c" ;;
     fuzz_pattern)    echo "worker/pattern.c" ;;
+    fuzz_luadiff)    echo "tests/diff/luadiff.c worker/luaenv.c worker/luaenv_lib.c proto/chan.c proto/inbuf.c" \
+                          worker/charge.c worker/pattern.c ;;     # the worker's environment itself
     *) echo "build.sh: unknown target $1" >&2; exit 2 ;;
     esac
 }
 
-mkdir -p "$OUT/obj/proto" "$OUT/obj/policy" "$OUT/obj/worker"
+mkdir -p "$OUT/obj/proto" "$OUT/obj/policy" "$OUT/obj/worker" "$OUT/obj/tests/diff"
 
 ALL_SRCS=""
 for t in $TARGETS; do

@@ -19,7 +19,7 @@ fi
 
 SECONDS_EACH=${1:-60}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-fuzz_ndjson_rpc fuzz_chan fuzz_codec fuzz_bindings fuzz_limits fuzz_jsonpass fuzz_tools fuzz_pattern}
+TARGETS=${*:-fuzz_ndjson_rpc fuzz_chan fuzz_codec fuzz_bindings fuzz_limits fuzz_jsonpass fuzz_tools fuzz_pattern fuzz_luadiff}
 JOBS=${FUZZ_JOBS:-1}
 OUT=build/fuzz
 

@@ -265,7 +265,10 @@ def test_collections_billed(client, loop):
     r = client.execute(GC_RETRY_SETUP + loop,
                        limits={"max_heap": 64 * 1024 * 1024, "max_reductions": 5000000},
                        timeout_ms=60000 * sbx.SCALE, timeout=90 * sbx.SCALE)
-    assert r.kind == "reductions_limit" and r.data["stats"]["reductions"] > 5000000, r
+    # past the budget, or stopped before a string.rep that would be
+    assert r.kind == "reductions_limit", r
+    assert (r.data["stats"]["reductions"] > 5000000
+            or "a library call would have cost" in r.message), r
     # a single refusal, caught, is paid by the allocation before it: nothing
     # is billed, even under a budget far below a collection's bill
     r = client.exec_ok(GC_RETRY_SETUP + "return pcall(function() return s .. s end)",

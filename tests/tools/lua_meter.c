@@ -152,7 +152,7 @@ static void put_value(lua_State *L, int i)
 
 int main(int argc, char **argv)
 {
-    static struct charge c = {meter_pay, &M, NULL};
+    static struct charge c = {.pay = meter_pay, .ud = &M};
     int stock = 0, i = 1, status, top, pause = 0;
     const char *code = NULL, *file = NULL;
     lua_State *L;

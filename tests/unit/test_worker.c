@@ -555,10 +555,15 @@ static void test_reductions_limit_uncatchable(void **state)
     size_t i;
 
     for (i = 0; i < sizeof reduction_escapes / sizeof *reduction_escapes; i++) {
-        error_of(state, reduction_escapes[i], &o, "reductions_limit", &r);
+        const char *msg = error_of(state, reduction_escapes[i], &o, "reductions_limit", &r);
+        json_int_t counted = json_integer_value(json_object_get(json_object_get(r.end, "stats"),
+                                                                "reductions"));
         assert_string_equal(r.output, "");
-        assert_true(json_integer_value(json_object_get(json_object_get(r.end, "stats"),
-                                                       "reductions")) > 100000);
+        /* past the budget, or stopped before a library call that would be */
+        if (strstr(msg, "a library call would have cost") != NULL)
+            assert_true(counted <= 100000);
+        else
+            assert_true(counted > 100000);
         run_free(&r);
     }
     /* within budget: counted, not stopped */
@@ -661,7 +666,8 @@ static void test_removed_functions(void **state)
                 "[\"table\", false]");
     run_free(&r);
     assert_json(value_of(state, "return type(os.time), type(os.clock), type(os.date),"
-                                " type(os.difftime), unpack == table.unpack, type(utf8.char),"
+                                " type(os.difftime), select('#', unpack({1, 2, 3})) == 3"
+                                " and unpack ~= table.unpack, type(utf8.char),"
                                 " type(coroutine.create), collectgarbage('count') > 0,"
                                 " collectgarbage('collect'), collectgarbage('stop')", &plain, &r),
                 "[\"function\", \"function\", \"function\", \"function\", true, \"function\","

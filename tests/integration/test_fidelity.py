@@ -1,0 +1,156 @@
+"""The worker's library against stock Lua 5.3 through the daemon: argument
+errors stay catchable under any budget, string.format runs no __tostring
+early, table.concat and load keep stock's positions, levels and depth, and
+error names do not depend on the daemon's hash seed.  Each expectation is
+stock's, from tests/tools/lua_meter --stock (the system's liblua5.3); the
+statement-by-statement comparison is tests/unit/test_luadiff.c."""
+
+import shutil
+import subprocess
+
+import pytest
+
+import sbx
+from test_charges import meter
+
+BUDGET = {"max_reductions": 10000000}
+
+
+def stock_value(code):
+    """What stock Lua returns for code (lua_meter --stock), as sandboxd
+    returns values: none is null, one is itself, several a list."""
+    m = meter(code, stock=True)
+    assert m["ok"], m
+    res = m["results"]
+    return None if not res else res[0] if len(res) == 1 else res
+
+
+def stock_error(code):
+    m = meter(code, stock=True)
+    assert not m["ok"], m
+    return m["results"][0]
+
+
+# Each: a chunk whose value is the same in stock Lua and in sandboxd, with
+# and without a budget.
+SAME_VALUE = [
+    # an argument stock refuses is its catchable error, never the budget
+    "return pcall(table.move, {}, 1, 1 << 62, 1.5)",
+    "return pcall(table.move, {}, 1, math.maxinteger, 2)",
+    "return pcall(table.move, {}, -1, math.maxinteger, 2)",
+    "return pcall(utf8.len, '', -7, math.maxinteger)",
+    "return pcall(utf8.len, 'abc', 1, math.maxinteger)",
+    "return pcall(table.unpack, {}, 1, 1 << 40)",
+    "return pcall(table.insert, {}, 1 << 40, 1)",
+    # ... and its legitimate neighbours keep stock's value
+    "return table.concat(table.move({1, 2, 3}, 1, 3, 2), ','), utf8.len('h\\195\\169llo', -3)",
+    # string.format runs a __tostring only where stock does
+    "local n = 0 local t = setmetatable({}, {__tostring = function() n = n + 1 return 'x' end})\n"
+    "local ok, e = pcall(string.format, '%y%s', 1, t) return n, ok, e",
+    "local t = setmetatable({}, {__tostring = function() error('mine') end})\n"
+    "return pcall(string.format, '%q%s', {}, t)",
+    "local n = 0 local t = setmetatable({}, {__tostring = function() n = n + 1 return 'x' end})\n"
+    "return n, pcall(string.format, '%123s', t)",
+    "return string.format('%5s|%-3s|%s', setmetatable({}, {__tostring = function() return 'ab' end}), 1, 'z')",
+    # table.concat: stock's name, position, levels and C-stack depth
+    "return pcall(table.concat, {1, {}, 3})",
+    "local t = setmetatable({}, {__index = function(_, k) error('at ' .. k, 2) end, __len = function() return 2 end})\n"
+    "return pcall(table.concat, t)",
+    # load with a reader: an enclosing xpcall's handler, positions, depth
+    "return xpcall(load, function(m) return 'H:' .. m end, function() error('x') end)",
+    "return load(function() return {} end)",
+    "return load(function() error('lvl2', 2) end)",
+    # 5.3's words
+    "return pcall(coroutine.resume, 1)",
+]
+
+
+@pytest.mark.parametrize("code", SAME_VALUE)
+def test_same_value_as_stock(client, code):
+    want = stock_value(code)
+    for limits in (None, BUDGET):
+        r = client.exec_ok(code, limits=limits)
+        assert r["value"] == want, (code, limits, r)
+
+
+# Each: how deep a recursion through a library function gets before the C
+# stack runs out.  The C levels below the chunk are the lua5.3
+# interpreter's in stock Lua (its main and the chunk's lua_pcall), as in a
+# worker, so the count is compared with lua5.3's.
+DEPTH = [
+    "local n, t = 0 t = setmetatable({}, {__index = function() n = n + 1 return table.concat(t, '', 1, 1) end})\n"
+    "local ok, e = pcall(table.concat, t, '', 1, 1) return n",
+    "local n, r = 0 r = function() n = n + 1 local f, e = load(r) error(e, 0) end\n"
+    "local f, e = load(r) return n",
+    "local n, v = 0 v = setmetatable({}, {__tostring = function() n = n + 1 return string.format('%s', v) end})\n"
+    "local ok, e = pcall(string.format, '%s', v) return n",
+]
+
+
+@pytest.mark.parametrize("code", DEPTH)
+def test_same_depth_as_stock(client, code):
+    lua = shutil.which("lua5.3")
+    assert lua, "lua5.3 is missing (scripts/install-deps)"
+    out = subprocess.run([lua, "-e", "print((function() %s end)())" % code],
+                         capture_output=True, text=True, timeout=60 * sbx.SCALE, check=True)
+    want = int(out.stdout)
+    assert want > 150, out
+    for limits in (None, BUDGET):
+        r = client.exec_ok(code, limits=limits)
+        assert r["value"] == want, (code, limits, r)
+
+
+# Each: a chunk that ends with an error, the same message as stock's.
+SAME_ERROR = [
+    "return table.move({}, 1, 1 << 62, 1.5)",
+    "return utf8.len('', -7, math.maxinteger)",
+    "\n\nreturn table.concat(1)",
+    "return table.concat({1, {}})",
+    "return coroutine.resume(1)",
+]
+
+
+@pytest.mark.parametrize("code", SAME_ERROR)
+def test_same_error_as_stock(client, code):
+    want = stock_error(code)
+    for limits in (None, BUDGET):
+        r = client.execute(code, limits=limits)
+        assert r.kind == "runtime_error" and r.message == want, (code, limits, r)
+
+
+def test_function_names_do_not_depend_on_the_seed(daemon_factory):
+    """luaL names a function called from C by searching the loaded tables in
+    hash order, which each daemon start's seed decides: the global `unpack`
+    is a copy of table.unpack, so each is found under its own name in every
+    start (with one value, about half the starts said 'unpack')."""
+    want = stock_value("return pcall(table.unpack, {}, 1.5)")
+    assert want == [False, "bad argument #2 to 'table.unpack' (number has no integer representation)"]
+    for _ in range(10):
+        d = daemon_factory()
+        c = d.client()
+        r = c.exec_ok("return pcall(table.unpack, {}, 1.5)")
+        assert r["value"] == want, r
+        r = c.exec_ok("return pcall(unpack, {}, 1.5)")
+        assert r["value"] == [False, "bad argument #2 to 'unpack' (number has no integer representation)"], r
+        c.close()
+        d.stop()
+
+
+@pytest.mark.parametrize("code,cost,neighbour", [
+    ("return table.move({}, 1, 1 << 40, 1)", 4 << 40, "return #table.move({}, 1, 1000, 1)"),
+    ("return table.sort(setmetatable({}, {__len = function() return (1 << 31) - 2 end}))",
+     ((1 << 31) - 2) * 31 * 4, "local t = {} for i = 1, 1000 do t[i] = -i end table.sort(t) return t[1]"),
+])
+def test_refused_charge_is_named(client, code, cost, neighbour):
+    """A call whose charge alone is more than the budget has left stops
+    before its work: the verdict says what it would have cost and the
+    budget, and stats.reductions is what was really counted."""
+    r = client.execute(code, limits=BUDGET)
+    assert r.kind == "reductions_limit", r
+    assert r.message.startswith("evaluation exceeded the reduction (CPU) limit after ~"), r
+    assert r.message.endswith("and was killed: a library call would have cost %d more "
+                              "(max_reductions 10000000)" % (cost - 8)), r
+    assert r.data["stats"]["reductions"] < 10000000, r
+    # a budget that pays for the neighbour lets it run
+    r = client.exec_ok(neighbour, limits=BUDGET)
+    assert r["value"] == stock_value(neighbour), r
