@@ -271,59 +271,29 @@ static int wproc_too_dense(struct wproc *w, enum exec_ev ev)
  * (proto/jsonpass), what only passes on to the client kept as text in d (a
  * result's value and bindings, a call's args), the rest built under the
  * frame's budget.  A result's binding_names is dropped: the supervisor
- * derives the names itself.  NULL when invalid or (*dense) over the budget.
+ * derives the names itself (rpc_envelope_new, proto/jsonrpc.h).  NULL when
+ * invalid or (*dense) over the budget.
  */
 static json_t *frame_envelope(const char *p, size_t len, enum exec_ev ev, struct exec_evdata *d,
                               int *dense)
 {
     size_t budget = rpc_tree_budget(len);
-    struct jp_span v = jp_trim(p, len), k, m;
-    struct jp_iter it;
-    json_error_t jerr;
-    json_t *obj, *key, *val;
+    struct jp_span v = jp_trim(p, len), names;
+    const struct rpc_keep call[] = { { "args", '[', 0, &d->raw } };
+    const struct rpc_keep result[] = {
+        { "value", 0, 0, &d->raw_value },
+        { "bindings", '[', 0, &d->raw_bindings },
+        { "binding_names", 0, 1, &names },      /* dropped: the supervisor derives them */
+    };
+    json_t *obj;
 
-    if (jp_validate(p, len, JP_CHUNK) < 0 || v.p[0] != '{' || !(obj = json_object()))
+    if (jp_validate(p, len, JP_CHUNK) < 0 || v.p[0] != '{')
         return NULL;
-    jp_iter_init(&it, v);
-    while (jp_iter_next(&it, &k, &m)) {
-        const char *name;
-
-        if (!(key = jp_key(k)))
-            goto fail;
-        name = json_string_value(key);
-        val = NULL;
-        if (ev == XE_TOOL_CALL && strcmp(name, "args") == 0 && m.p[0] == '[') {
-            d->raw = m;
-            val = json_array();
-        } else if (ev == XE_RESULT && strcmp(name, "value") == 0) {
-            d->raw_value = m;
-            val = json_null();
-        } else if (ev == XE_RESULT && strcmp(name, "bindings") == 0 && m.p[0] == '[') {
-            d->raw_bindings = m;
-            val = json_array();
-        } else if (ev != XE_RESULT || strcmp(name, "binding_names") != 0) {
-            if (strcmp(name, "bindings") == 0)
-                d->raw_bindings = (struct jp_span){ NULL, 0 };
-            if (strcmp(name, "args") == 0)
-                d->raw = (struct jp_span){ NULL, 0 };
-            val = rpc_loadb_budget(m.p, m.n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr, &budget,
-                                   dense);
-            if (!val) {
-                json_decref(key);
-                goto fail;
-            }
-        }
-        if (val && json_object_set_new(obj, name, val) < 0) {
-            json_decref(key);
-            goto fail;
-        }
-        json_decref(key);
-    }
+    obj = ev == XE_TOOL_CALL ? rpc_envelope_new(v, call, 1, &budget, dense)
+                             : rpc_envelope_new(v, result, 3, &budget, dense);
+    if (!obj)
+        d->raw = d->raw_value = d->raw_bindings = (struct jp_span){ NULL, 0 };
     return obj;
-fail:
-    json_decref(obj);
-    d->raw = d->raw_value = d->raw_bindings = (struct jp_span){ NULL, 0 };
-    return NULL;
 }
 
 /* Turn one frame into an event of the attached execution. */

@@ -247,37 +247,43 @@ json_t *rpc_loadb_bounded(const char *buf, size_t len, size_t flags, json_error_
     return rpc_loadb_budget(buf, len, flags, err, &budget, too_dense);
 }
 
-/* One member value of a large line, built under the line's budget.  NULL
- * with *dense set when the budget ran out. */
-static json_t *member(struct jp_span v, size_t *budget, int *dense)
+/* A placeholder for a member kept as text: its kind, so the tree still
+ * says what it holds. */
+static json_t *placeholder(char first)
 {
-    json_error_t err;
-
-    return rpc_loadb_budget(v.p, v.n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err, budget, dense);
+    return first == '[' ? json_array() : first == '{' ? json_object() : json_null();
 }
 
-/* Members of the object v into a new object; `raw` names the member kept
- * as text (placeholder in the tree), *out its span.  Later duplicates win. */
-static json_t *members(struct jp_span v, const char *raw, const char *hold,
-                       struct jp_span *out, size_t *budget, int *dense)
+json_t *rpc_envelope_new(struct jp_span v, const struct rpc_keep *keep, size_t nkeep,
+                         size_t *budget, int *dense)
 {
     json_t *obj = json_object(), *key, *val;
+    json_error_t err;
     struct jp_iter it;
     struct jp_span k, m;
 
     if (!obj || jp_iter_init(&it, v) < 0)
         goto fail;
     while (jp_iter_next(&it, &k, &m)) {
+        const struct rpc_keep *row = NULL;
+
         if (!(key = jp_key(k)))
             goto fail;
-        if (raw && strcmp(json_string_value(key), raw) == 0 &&
-            (!hold || m.p[0] == hold[0])) {
-            *out = m;
-            val = hold ? json_array() : json_null();
+        for (size_t i = 0; i < nkeep && !row; i++)
+            if (strcmp(json_string_value(key), keep[i].name) == 0)
+                row = &keep[i];
+        if (row && (!row->first || m.p[0] == row->first)) {
+            *row->out = m;
+            if (row->drop) {
+                json_decref(key);
+                continue;
+            }
+            val = placeholder(row->first);
         } else {
-            if (raw && strcmp(json_string_value(key), raw) == 0)
-                *out = (struct jp_span){ NULL, 0 };
-            val = member(m, budget, dense);
+            if (row)
+                *row->out = (struct jp_span){ NULL, 0 };
+            val = rpc_loadb_budget(m.p, m.n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err, budget,
+                                   dense);
         }
         if (!val || json_object_set_new(obj, json_string_value(key), val) < 0) {
             json_decref(key);
@@ -292,15 +298,19 @@ fail:
 }
 
 /* A line above RPC_PASS_MIN: validated without a tree, then the envelope
- * is built member by member under one budget, bindings and result kept as
- * text. */
+ * is built member by member under one budget, params.bindings and result
+ * kept as text. */
 static void parse_large(const char *line, size_t len, struct rpc_msg *msg)
 {
     size_t budget = rpc_tree_budget(len);
-    struct jp_span v = jp_trim(line, len), k, m;
-    struct jp_iter it;
+    struct jp_span v = jp_trim(line, len), params = { NULL, 0 };
+    const struct rpc_keep top[] = {
+        { "params", '{', 0, &params },
+        { "result", 0, 0, &msg->raw_result },
+    };
+    const struct rpc_keep in_params[] = { { "bindings", '[', 0, &msg->raw_bindings } };
+    json_error_t err;
     int dense = 0;
-    json_t *key, *val;
 
     msg->type = RPC_PARSE_ERROR;
     msg->why = "message is not valid JSON";
@@ -313,30 +323,14 @@ static void parse_large(const char *line, size_t len, struct rpc_msg *msg)
         return;
     }
     if (v.p[0] != '{') {
-        msg->root = member(v, &budget, &dense);
-    } else if ((msg->root = json_object()) && jp_iter_init(&it, v) == 0) {
-        while (msg->root && jp_iter_next(&it, &k, &m)) {
-            if (!(key = jp_key(k))) {
-                json_decref(msg->root);
-                msg->root = NULL;
-                break;
-            }
-            if (strcmp(json_string_value(key), "params") == 0 && m.p[0] == '{') {
-                msg->raw_bindings = (struct jp_span){ NULL, 0 };
-                val = members(m, "bindings", "[", &msg->raw_bindings, &budget, &dense);
-            } else if (strcmp(json_string_value(key), "result") == 0) {
-                msg->raw_result = m;
-                val = json_null();
-            } else {
-                if (strcmp(json_string_value(key), "params") == 0)
-                    msg->raw_bindings = (struct jp_span){ NULL, 0 };
-                val = member(m, &budget, &dense);
-            }
-            if (!val || json_object_set_new(msg->root, json_string_value(key), val) < 0) {
-                json_decref(msg->root);
-                msg->root = NULL;
-            }
-            json_decref(key);
+        msg->root = rpc_loadb_budget(v.p, v.n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err, &budget,
+                                     &dense);
+    } else if ((msg->root = rpc_envelope_new(v, top, 2, &budget, &dense)) && params.p) {
+        json_t *p = rpc_envelope_new(params, in_params, 1, &budget, &dense);
+
+        if (!p || json_object_set_new(msg->root, "params", p) < 0) {
+            json_decref(msg->root);
+            msg->root = NULL;
         }
     }
     if (!msg->root) {

@@ -99,6 +99,26 @@ json_t *rpc_loadb_budget(const char *buf, size_t len, size_t flags, json_error_t
                          size_t *budget, int *too_dense);
 void rpc_msg_clear(struct rpc_msg *msg);
 
+/* The envelope of a large object: its members built into a new object one
+ * by one under *budget (rpc_loadb_budget), except those named in keep[],
+ * whose values are left as text.  For each member whose name a row names:
+ *  - first 0, or the value begins with `first` ('[' or '{'): *out is set to
+ *    the value's span and the tree holds a placeholder (null, or an empty
+ *    array or object), unless drop, which leaves the member out;
+ *  - otherwise *out is cleared and the value is built like any other.
+ * Later duplicates win, as in a tree.  v must be a validated object
+ * (jp_validate, proto/jsonpass.h).  A new object, or NULL when out of
+ * memory or (*dense set) over the budget.  Both sides use it: rpc_parse()
+ * for a client's large line, the supervisor for a worker's large frame. */
+struct rpc_keep {
+    const char     *name;
+    char            first;
+    int             drop;
+    struct jp_span *out;
+};
+json_t *rpc_envelope_new(struct jp_span v, const struct rpc_keep *keep, size_t nkeep,
+                         size_t *budget, int *dense);
+
 /* The id of a line the daemon refuses before it can classify it (not JSON,
  * too dense to parse, longer than max_message_bytes: then the line's first
  * bytes), so the refusal can carry it: one pass over the members of the
