@@ -152,9 +152,12 @@ run: all
 test-unit: $(UNIT_BINS)
 	@rc=0; for t in $(UNIT_BINS); do echo "== $$t"; $$t || rc=1; done; exit $$rc
 
+# Every chunk the suite sends is recorded in $(O)/chunks/ for make test-audit.
 test-integration: all $(O)/tests/lua_meter $(TEST_DEPS)
+	@mkdir -p $(O)/chunks && rm -f $(O)/chunks/integration.jsonl
 	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(O)/sandboxctl \
 	LUA_METER=$(CURDIR)/$(O)/tests/lua_meter \
+	SANDBOXD_RECORD_CHUNKS=$(CURDIR)/$(O)/chunks/integration.jsonl \
 	SANDBOXD_SANITIZE=$(SANITIZE) SANDBOXD_SHARDS=$(SHARDS) \
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
 
@@ -187,6 +190,21 @@ test-hooks: $(TEST_DEPS)
 	SANDBOXD_BIN=$(CURDIR)/$(HOOKS_O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(HOOKS_O)/sandboxctl \
 	SANDBOXD_SANITIZE=0 SANDBOXD_TEST_HOOKS=1 \
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration/test_hooks.py
+
+# The syscall audit (tests/audit, docs/security.md "The syscall audit"): a
+# test build with -DSANDBOXD_SYSCALL_AUDIT=1 (never installed) whose worker
+# reports a call outside the allowlist and goes on with ENOSYS, plus the test
+# hooks for its canary.  It replays every chunk the integration suite sent
+# (recorded in build/chunks/ by make test-integration), every .lua file of
+# the tree and the precision suite's generated programs, and fails naming
+# each forbidden call and the chunk that made it.
+AUDIT_O := build/audit
+.PHONY: test-audit
+test-audit: $(TEST_DEPS)
+	$(MAKE) O=$(AUDIT_O) EXTRA_CPPFLAGS='-DSANDBOXD_SYSCALL_AUDIT=1 -DSANDBOXD_TEST_HOOKS=1' $(AUDIT_O)/sandboxd
+	SANDBOXD_BIN=$(CURDIR)/$(AUDIT_O)/sandboxd SANDBOXD_SANITIZE=0 \
+	AUDIT_RECORDINGS=$(CURDIR)/build/chunks \
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/audit
 
 # sandboxd under a real systemd (tests/systemd): a Debian 12 root built once
 # with mmdebstrap (cached in build/systemd/root, rebuilt when
@@ -278,6 +296,7 @@ TEST_STAGES := \
   'integration|build/asan|$(MAKE) O=build/asan SANITIZE=1 test-integration' \
   'python client|build/asan|$(MAKE) O=build/asan SANITIZE=1 test-python' \
   'test hooks|build/hooks|$(MAKE) test-hooks' \
+  'syscall audit|build|$(MAKE) test-audit' \
   'node, mcp|build|$(MAKE) O=build test-node' \
   'elixir client|build|$(MAKE) O=build test-elixir' \
   'elixir client|build/asan|$(MAKE) O=build/asan SANITIZE=1 test-elixir' \

@@ -35,8 +35,10 @@
  *   7. PR_SET_DUMPABLE 0, PR_SET_NO_NEW_PRIVS 1;
  *   8. unless opts->no_seccomp: the SIGSYS report handler (SA_RESETHAND,
  *      every signal blocked while it runs; it writes one CHAN_SYSCALL frame
- *      on WORKER_CHAN_FD and dies by a kill-process rule, see contain.c),
- *      then seccomp_policy_install(opts->filter).
+ *      on WORKER_CHAN_FD and dies by a kill-process rule, see contain.c;
+ *      in the audit build, SANDBOXD_SYSCALL_AUDIT=1, it writes the frame and
+ *      returns with the call failed by ENOSYS), then
+ *      seccomp_policy_install(opts->filter).
  * rlimits are only ever lowered (soft and hard, never above the old value).
  * No RLIMIT_AS/RLIMIT_CPU backstop is set here: the worker sets both (soft
  * and hard) from its job before running any chunk (worker/worker.c), see

@@ -16,7 +16,8 @@
  *  - A forbidden x86_64 call traps (SIGSYS with the number); the worker's
  *    handler (policy/contain.c) reports it with a CHAN_SYSCALL frame and
  *    dies by a kill-process rule.  Other ABIs, rt_sigreturn and rt_sigaction
- *    kill the process at once, without a report.
+ *    kill the process at once, without a report.  (The audit build,
+ *    SANDBOXD_SYSCALL_AUDIT=1, allows rt_sigreturn: see seccomp.c.)
  *  - seccomp_syscall_name() names an x86_64 syscall number (for logs and
  *    error data) into buf; 0, or -1 when the number is unknown (buf "").
  */

@@ -18,6 +18,7 @@
 #include "worker/bindings_lua.h"
 
 #include "proto/bindings.h"
+#include "proto/mutant.h"
 #include "proto/sort.h"
 #include "proto/utf8.h"
 #include "worker/codec.h"
@@ -212,7 +213,9 @@ static json_t *entries_array(struct entries *es)
     for (i = 1; i < es->n; i++)
         if (entry_cmp(&es->v[i - 1], &es->v[i]) > 0)
             break;
-    if (i < es->n)
+    if (i < es->n && MUTANT(LIBC_QSORT))
+        qsort(es->v, es->n, sizeof *es->v, entry_cmp);  /* mutant: sysinfo on 61 entries */
+    else if (i < es->n)
         sort_array(es->v, es->n, sizeof *es->v, entry_cmp); /* not qsort: see proto/sort.h */
     for (i = 0; arr != NULL && i < es->n; i++) {
         json_t *p = es->v[i].pair;

@@ -60,6 +60,24 @@ KIND_CODES = {
 
 NO_REPLY = object()   # handler return value: do not answer this tool call now
 
+# The syscall audit's corpus (tests/audit): with SANDBOXD_RECORD_CHUNKS=PATH,
+# every request that runs or compiles Lua (RECORDED) that a Client sends is
+# appended to PATH as one JSON line {"c": connection, "id", "m": method,
+# "p": params}, and its answer as {"c", "id", "m": "=answer", "kind": the
+# error's kind or null, "s": the session a session/open opened}.  The
+# Makefile sets it for the integration suite; make test-audit replays it.
+RECORD_PATH = os.environ.get("SANDBOXD_RECORD_CHUNKS")
+RECORDED = ("execute", "check", "session/open", "session/snapshot", "session/close")
+_record_fd = None
+_connections = itertools.count(1)
+
+
+def _record(entry):
+    global _record_fd
+    if _record_fd is None:
+        _record_fd = os.open(RECORD_PATH, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.write(_record_fd, (json.dumps(entry, separators=(",", ":")) + "\n").encode("utf-8"))
+
 
 class ProtocolViolation(AssertionError):
     """The daemon sent something the contract does not allow."""
@@ -224,11 +242,29 @@ class Client:
         self.log = []               # (kind, message) of everything received, in order:
                                     # kind is "response", "tool_call" or "other"
         self.eof = False
+        self.record_as = "%d-%d" % (os.getpid(), next(_connections)) if RECORD_PATH else None
+        self.recorded = set()       # ids of recorded requests not answered yet
 
     # ---------------------------------------------------------------- sending
+    def _record_sent(self, data):
+        """Record the requests in data that run Lua (see RECORD_PATH)."""
+        for line in data.split(b"\n"):
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue            # a partial or deliberately broken line
+            for m in msg if isinstance(msg, list) else [msg]:
+                if isinstance(m, dict) and m.get("method") in RECORDED and "id" in m:
+                    _record({"c": self.record_as, "id": m["id"], "m": m["method"],
+                             "p": m.get("params")})
+                    if isinstance(m["id"], (str, int)):     # an id the daemon may echo
+                        self.recorded.add(_key(m["id"]))
+
     def send_raw(self, data):
         if isinstance(data, str):
             data = data.encode("utf-8")
+        if self.record_as is not None:
+            self._record_sent(data)
         deadline = time.monotonic() + self.timeout
         view = memoryview(data)
         while view:
@@ -354,6 +390,13 @@ class Client:
         if "error" in msg:
             validate_error(msg["error"], "response %r: " % (msg.get("id"),))
         self.log.append(("response", msg))
+        if self.record_as is not None and isinstance(msg["id"], (str, int)) and \
+                _key(msg["id"]) in self.recorded:
+            self.recorded.discard(_key(msg["id"]))
+            result = msg.get("result") if isinstance(msg.get("result"), dict) else {}
+            _record({"c": self.record_as, "id": msg["id"], "m": "=answer",
+                     "kind": msg["error"]["data"]["kind"] if "error" in msg else None,
+                     "s": result.get("session")})
         self.arrivals.append(Response(msg, text))
 
     def _tool_call(self, msg, text):
