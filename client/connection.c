@@ -235,7 +235,7 @@ static void flush_out(struct ctl_conn *s)
 
 /* A JSON-RPC error response for id (borrowed) with one of the contract's
  * kinds; steals nothing. */
-static int send_error(struct ctl_conn *s, json_t *id, const char *kind, const char *msg)
+static int send_error(struct ctl_conn *s, json_t *id, enum rpc_kind kind, const char *msg)
 {
     return send_new(s, rpc_error_new(id, kind, msg, NULL));
 }
@@ -273,16 +273,16 @@ static int serve_call(struct ctl_conn *s, json_t *req)
     char text[512];
 
     if (tool == NULL || func == NULL || (args != NULL && !json_is_array(args)))
-        return send_error(s, id, "invalid_params",
+        return send_error(s, id, RPC_E_INVALID_PARAMS,
                           "tool/call needs params.tool, params.function and params.args");
     if (s->interrupts > 0)
-        return send_error(s, id, "cancelled", "cancelled by the user (Ctrl-C)");
+        return send_error(s, id, RPC_E_CANCELLED, "cancelled by the user (Ctrl-C)");
     h = ctl_tools_find(s->tools, tool, func);
     if (h == NULL) {
         snprintf(text, sizeof text,
                  "sandboxctl has no handler for %.200s.%.200s (give one with --tool or "
                  "--tool-reply)", tool, func);
-        return send_error(s, id, "method_not_found", text);
+        return send_error(s, id, RPC_E_METHOD_NOT_FOUND, text);
     }
     if (h->kind == CTL_HANDLER_REPLY) {
         info(s, "%s.%s: fixed reply", tool, func);
@@ -367,7 +367,7 @@ static int on_request(struct ctl_conn *s, const struct rpc_msg *m)
 
     if (strcmp(m->method, "tool/call") != 0) {
         snprintf(text, sizeof text, "sandboxctl does not serve the method '%.200s'", m->method);
-        return send_error(s, m->id, "method_not_found", text);
+        return send_error(s, m->id, RPC_E_METHOD_NOT_FOUND, text);
     }
     if (json_array_append(s->queue, m->root) < 0)
         return -1;

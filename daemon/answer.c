@@ -27,9 +27,9 @@
 #include "proto/utf8.h"
 
 /* Kinds a worker may report in an ERROR frame (docs/architecture.md). */
-static const char *const worker_kinds[] = {
-    "syntax_error", "runtime_error", "memory_limit", "reductions_limit", "cpu_limit",
-    "bindings_too_large", "invalid_params", "internal_error", NULL,
+static const enum rpc_kind worker_kinds[] = {
+    RPC_E_SYNTAX_ERROR, RPC_E_RUNTIME_ERROR, RPC_E_MEMORY_LIMIT, RPC_E_REDUCTIONS_LIMIT,
+    RPC_E_CPU_LIMIT, RPC_E_BINDINGS_TOO_LARGE, RPC_E_INVALID_PARAMS, RPC_E_INTERNAL_ERROR,
 };
 
 /* ------------------------------------------------------------------ */
@@ -195,7 +195,7 @@ static json_t *output_for(const struct exec *e, struct jp_splice *sp, size_t *ns
     return jp_token((unsigned)(*nsp)++);
 }
 
-void answer_fail(struct exec *e, const char *kind, json_t *data, const json_t *wstats,
+void answer_fail(struct exec *e, enum rpc_kind kind, json_t *data, const json_t *wstats,
                  const char *fmt, ...)
 {
     char msg[1024], *obuf;
@@ -215,7 +215,7 @@ void answer_fail(struct exec *e, const char *kind, json_t *data, const json_t *w
         json_object_set_new(data, "stats", stats_new(e, wstats));
     if (e->op == OP_SESSION && (e->sjob == SJ_CHUNK || e->sjob == SJ_SNAPSHOT))
         json_object_set_new(data, "session_closed", json_boolean(!e->keep_open));
-    answer_log(e, kind, wstats, msg);
+    answer_log(e, rpc_kind_name(kind), wstats, msg);
     if (e->conn && e->req_id) {
         json_t *reply = rpc_error_new(e->req_id, kind, msg, data);
         if (reply)
@@ -232,12 +232,13 @@ void answer_fail(struct exec *e, const char *kind, json_t *data, const json_t *w
 
 int answer_error_frame_ok(const json_t *frame)
 {
-    const char *kind = rpc_cstring(json_object_get(frame, "kind"));
+    enum rpc_kind kind;
 
-    if (!json_is_string(json_object_get(frame, "message")))
+    if (!json_is_string(json_object_get(frame, "message")) ||
+        !rpc_kind_parse(rpc_cstring(json_object_get(frame, "kind")), &kind))
         return 0;
-    for (size_t i = 0; kind && worker_kinds[i]; i++)
-        if (strcmp(kind, worker_kinds[i]) == 0)
+    for (size_t i = 0; i < sizeof worker_kinds / sizeof worker_kinds[0]; i++)
+        if (kind == worker_kinds[i])
             return 1;
     return 0;
 }
@@ -339,12 +340,14 @@ void answer_error(struct exec *e, const json_t *frame)
     json_t *line = json_object_get(frame, "line");
     json_t *tb = json_object_get(frame, "traceback");
     json_t *data = json_object();
+    enum rpc_kind kind = RPC_E_INTERNAL_ERROR;  /* answer_error_frame_ok checked the name */
 
     if (json_is_integer(line))
         json_object_set(data, "line", line);
     if (json_is_string(tb))
         json_object_set(data, "traceback", tb);
-    answer_fail(e, json_string_value(json_object_get(frame, "kind")), data,
+    (void)rpc_kind_parse(json_string_value(json_object_get(frame, "kind")), &kind);
+    answer_fail(e, kind, data,
                 json_object_get(frame, "stats"), "%s",
                 json_string_value(json_object_get(frame, "message")));
 }
@@ -355,7 +358,7 @@ void answer_exit(struct exec *e, const struct exec_evdata *d)
     json_t *data = json_object();
 
     if (WIFSIGNALED(st) && WTERMSIG(st) == SIGXCPU) {
-        answer_fail(e, "cpu_limit", data, NULL, "execution exceeded the CPU limit of %llu ms",
+        answer_fail(e, RPC_E_CPU_LIMIT, data, NULL, "execution exceeded the CPU limit of %llu ms",
                     (unsigned long long)e->lim.cpu_ms);
     } else if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS && d->has_syscall && d->syscall >= 0) {
         /* containment: the worker's SIGSYS handler named the call (a hint
@@ -368,7 +371,7 @@ void answer_exit(struct exec *e, const struct exec_evdata *d)
         json_object_set_new(data, "reason", json_string("forbidden system call (seccomp)"));
         json_object_set_new(data, "syscall", json_integer(d->syscall));
         json_object_set_new(data, "syscall_name", json_string(name));
-        answer_fail(e, "crashed", data, NULL,
+        answer_fail(e, RPC_E_CRASHED, data, NULL,
                     "worker killed by signal %d (forbidden system call %s, number %ld)",
                     SIGSYS, name, d->syscall);
     } else if (WIFSIGNALED(st)) {
@@ -376,16 +379,16 @@ void answer_exit(struct exec *e, const struct exec_evdata *d)
         json_object_set_new(data, "signal", json_integer(sig));
         json_object_set_new(data, "reason", json_string(sig == SIGSYS ?
                             "forbidden system call (seccomp)" : strsignal(sig)));
-        answer_fail(e, "crashed", data, NULL, "worker killed by signal %d (%s)", sig,
+        answer_fail(e, RPC_E_CRASHED, data, NULL, "worker killed by signal %d (%s)", sig,
                     sig == SIGSYS ? "forbidden system call" : strsignal(sig));
     } else if (WIFEXITED(st) && WEXITSTATUS(st) >= WORKER_EXIT_SETUP &&
                WEXITSTATUS(st) <= WORKER_EXIT_PANIC) {
         static const char *const what[] = { "set-up", "job intake", "Lua state (panic)" };
-        answer_fail(e, "internal_error", data, NULL, "worker %s failed (exit status %d)",
+        answer_fail(e, RPC_E_INTERNAL_ERROR, data, NULL, "worker %s failed (exit status %d)",
                     what[WEXITSTATUS(st) - WORKER_EXIT_SETUP], WEXITSTATUS(st));
     } else {
         json_object_set_new(data, "reason", json_string("exited without a result"));
-        answer_fail(e, "crashed", data, NULL, "worker exited (status %d) without a result",
+        answer_fail(e, RPC_E_CRASHED, data, NULL, "worker exited (status %d) without a result",
                     WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     }
 }

@@ -48,7 +48,7 @@ void answer_stream_cb(struct ev_loop *loop, ev_timer *t, int revents);
  * be NULL).  Adds output, output_truncated, stats once the execution has
  * started, and for a session's chunk or snapshot session_closed
  * (!e->keep_open).  Pending live output is flushed first. */
-void answer_fail(struct exec *e, const char *kind, json_t *data, const json_t *wstats,
+void answer_fail(struct exec *e, enum rpc_kind kind, json_t *data, const json_t *wstats,
                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* Answer from the worker's RESULT frame (d->json, d->raw_value,

@@ -269,7 +269,7 @@ static void shed_input(struct sup *s)
         /* every complete line is handled: what is held is the unfinished
          * message, whose id a client waiting for it gets if it is there */
         id = refused_id(inbuf_data(&victim->rd.in), ndjson_pending(&victim->rd));
-        conn_send_error(victim, id, "busy",
+        conn_send_error(victim, id, RPC_E_BUSY,
                         json_pack("{s:I}", "max_input_bytes", (json_int_t)s->cfg.max_input_bytes),
                         "the daemon's input buffers are full (max_input_bytes) and this "
                         "connection holds the largest unfinished message");
@@ -506,13 +506,13 @@ int conn_send_spliced(struct conn *c, const json_t *msg, const struct jp_splice 
     return list_linked(&c->doomed_node) ? -1 : 0;
 }
 
-void conn_send_error(struct conn *c, json_t *id, const char *kind, json_t *data,
+void conn_send_error(struct conn *c, json_t *id, enum rpc_kind kind, json_t *data,
                      const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
     json_t *reply;
-    int code = rpc_kind_code(kind);
+    int code = rpc_kind_code(rpc_kind_name(kind));
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -545,11 +545,11 @@ static void conn_handle_line(struct conn *c, const char *line, size_t len)
         /* a client waiting for its id gets it whenever it can be read */
         id = refused_id(line, len);
         if (m.too_dense)
-            conn_send_error(c, id, "message_too_large", NULL,
+            conn_send_error(c, id, RPC_E_MESSAGE_TOO_LARGE, NULL,
                             "%s (at most %d bytes of memory per byte, plus %zu)", m.why,
                             RPC_TREE_FACTOR, RPC_TREE_FLOOR);
         else
-            conn_send_error(c, id, "parse_error", NULL, "parse error: %s",
+            conn_send_error(c, id, RPC_E_PARSE_ERROR, NULL, "parse error: %s",
                             m.why ? m.why : "invalid JSON");
         json_decref(id);
         break;
@@ -565,7 +565,7 @@ static void conn_handle_line(struct conn *c, const char *line, size_t len)
             if (routed)
                 break;
         }
-        conn_send_error(c, m.id, "invalid_request", NULL, "invalid request: %s",
+        conn_send_error(c, m.id, RPC_E_INVALID_REQUEST, NULL, "invalid request: %s",
                         m.why ? m.why : "not a JSON-RPC 2.0 message");
         break;
     case RPC_REQUEST:
@@ -624,7 +624,7 @@ static void conn_read_cb(struct ev_loop *loop, ev_io *io, int revents)
                 json_t *id;
                 ndjson_too_long_head(&c->rd, &line, &len);
                 id = refused_id(line, len);
-                conn_send_error(c, id, "message_too_large", NULL,
+                conn_send_error(c, id, RPC_E_MESSAGE_TOO_LARGE, NULL,
                                 "message longer than %zu bytes", c->sup->cfg.max_message_bytes);
                 json_decref(id);
                 len = 0;

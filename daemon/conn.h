@@ -32,6 +32,7 @@
 #include "daemon/list.h"
 #include "daemon/outq.h"
 #include "proto/jsonpass.h"
+#include "proto/jsonrpc.h"
 #include "proto/ndjson.h"
 
 struct sup;
@@ -76,7 +77,7 @@ int  conn_send(struct conn *c, const json_t *msg);
 /* The same with raw JSON (validated, one line) in place of jp_token(i). */
 int  conn_send_spliced(struct conn *c, const json_t *msg, const struct jp_splice *sp, size_t nsp);
 /* Queue an error reply; data stolen (may be NULL). */
-void conn_send_error(struct conn *c, json_t *id, const char *kind, json_t *data,
+void conn_send_error(struct conn *c, json_t *id, enum rpc_kind kind, json_t *data,
                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Close if input has ended, nothing is in flight and all is written. */
 void conn_maybe_finish(struct conn *c);

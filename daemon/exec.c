@@ -186,10 +186,10 @@ static void exec_run(struct exec *e, struct wproc *w)
         json_object_set_new(e->job, "bindings", jp_token(0));
     if ((rc = wproc_send_spliced(w, CHAN_JOB, e->job, &sp, e->job_bindings != NULL)) < 0) {
         if (rc == -2)
-            answer_fail(e, "invalid_params", NULL, NULL, "the job is larger than a worker "
+            answer_fail(e, RPC_E_INVALID_PARAMS, NULL, NULL, "the job is larger than a worker "
                         "accepts (%zu bytes once encoded)", (size_t)CHAN_JOB_MAX);
         else
-            answer_fail(e, "internal_error", NULL, NULL, "could not send the job to the worker");
+            answer_fail(e, RPC_E_INTERNAL_ERROR, NULL, NULL, "could not send the job to the worker");
         exec_finish(e);
         return;
     }
@@ -243,7 +243,7 @@ static void session_run(struct exec *e, const struct exec_evdata *d)
     e->state = ST_RUNNING;
     wproc_apply_limits(e->w, &e->lim);
     if ((rc = wproc_send_json(e->w, CHAN_JOB, d->json)) < 0) {
-        answer_fail(e, rc == -2 ? "invalid_params" : "internal_error", NULL, NULL,
+        answer_fail(e, rc == -2 ? RPC_E_INVALID_PARAMS : RPC_E_INTERNAL_ERROR, NULL, NULL,
                     rc == -2 ? "the chunk is larger than a worker accepts" :
                                "could not send the chunk to the worker");
         exec_finish(e);
@@ -259,7 +259,7 @@ static void session_close(struct exec *e, const struct exec_evdata *d)
     e->close_id = json_deep_copy(d->id);
     exec_unlist(e);
     if (e->state != ST_IDLE)
-        answer_fail(e, "cancelled", NULL, NULL, "%s", e->sjob == SJ_OPEN ?
+        answer_fail(e, RPC_E_CANCELLED, NULL, NULL, "%s", e->sjob == SJ_OPEN ?
                     "the session was closed before it opened" : "the session was closed");
     exec_finish(e);
 }
@@ -329,7 +329,7 @@ static void on_tool_call(struct exec *e, const struct exec_evdata *d)
      * count, so no pcall can catch the end and no subverted worker can lift it. */
     if (!MUTANT(TOOL_CALL_LIMIT) && e->lim.max_tool_calls != LIMIT_INF &&
         e->tool_calls >= e->lim.max_tool_calls) {
-        answer_fail(e, "tool_call_limit", NULL, NULL,
+        answer_fail(e, RPC_E_TOOL_CALL_LIMIT, NULL, NULL,
                     "execution exceeded the limit of %llu tool calls",
                     (unsigned long long)e->lim.max_tool_calls);
         exec_finish(e);
@@ -425,7 +425,7 @@ static void exec_unexpected(struct exec *e, enum exec_ev ev)
              (unsigned long long)e->seq, event_names[ev], state_names[e->state]);
     if (ev == XE_WORKER || ev == XE_TIMEOUT || ev == XE_CPU) {
         if (e->state < ST_FINISHING) {
-            answer_fail(e, "internal_error", NULL, NULL, "internal error (%s in %s)",
+            answer_fail(e, RPC_E_INTERNAL_ERROR, NULL, NULL, "internal error (%s in %s)",
                         event_names[ev], state_names[e->state]);
             exec_finish(e);
         }
@@ -487,7 +487,7 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
         break;
     case XE_BAD: {
         json_t *data = json_pack("{s:s}", "reason", d->why);
-        answer_fail(e, "crashed", data, NULL, "worker violated the channel protocol: %s", d->why);
+        answer_fail(e, RPC_E_CRASHED, data, NULL, "worker violated the channel protocol: %s", d->why);
         exec_finish(e);
         break;
     }
@@ -516,31 +516,31 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
             rc = ans ? wproc_send_json(e->w, CHAN_TOOL_RESULT, ans) : -1;
         }
         if (rc < 0) {
-            answer_fail(e, "internal_error", NULL, NULL, "could not pass the tool result on");
+            answer_fail(e, RPC_E_INTERNAL_ERROR, NULL, NULL, "could not pass the tool result on");
             exec_finish(e);
         }
         json_decref(ans);
         break;
     }
     case XE_TOOL_ABORT:
-        answer_fail(e, "tool_aborted", json_pack("{s:O}", "tool_error", d->json), NULL,
+        answer_fail(e, RPC_E_TOOL_ABORTED, json_pack("{s:O}", "tool_error", d->json), NULL,
                     "a tool aborted the execution: %s", d->why);
         exec_finish(e);
         break;
     case XE_TIMEOUT:
         if (e->state == ST_STARTING) {
             exec_unlist(e);
-            answer_fail(e, "timeout", json_pack("{s:s}", "reason", "waiting for a worker"), NULL,
+            answer_fail(e, RPC_E_TIMEOUT, json_pack("{s:s}", "reason", "waiting for a worker"), NULL,
                         "execution exceeded the timeout of %llu ms waiting for a worker",
                         (unsigned long long)e->lim.timeout_ms);
         } else {
-            answer_fail(e, "timeout", NULL, NULL, "execution exceeded the timeout of %llu ms",
+            answer_fail(e, RPC_E_TIMEOUT, NULL, NULL, "execution exceeded the timeout of %llu ms",
                         (unsigned long long)e->lim.timeout_ms);
         }
         exec_finish(e);
         break;
     case XE_CPU:
-        answer_fail(e, "cpu_limit", NULL, NULL, "execution exceeded the CPU limit of %llu ms",
+        answer_fail(e, RPC_E_CPU_LIMIT, NULL, NULL, "execution exceeded the CPU limit of %llu ms",
                     (unsigned long long)e->lim.cpu_ms);
         exec_finish(e);
         break;
@@ -548,7 +548,7 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
         if (e->state == ST_FINISHING)
             break;      /* already answered */
         exec_unlist(e);
-        answer_fail(e, "cancelled", NULL, NULL, "execution cancelled");
+        answer_fail(e, RPC_E_CANCELLED, NULL, NULL, "execution cancelled");
         exec_finish(e);
         break;
     case XE_DISCONNECT:
@@ -742,7 +742,7 @@ void exec_abort(struct exec *e, const char *why)
     if (e->state >= ST_FINISHING || exec_catch_up(e))
         return;
     exec_unlist(e);
-    answer_fail(e, "cancelled", NULL, NULL, "%s", why);
+    answer_fail(e, RPC_E_CANCELLED, NULL, NULL, "%s", why);
     exec_finish(e);
 }
 
@@ -751,14 +751,14 @@ void exec_no_worker(struct exec *e, const char *why, double retry_s)
     if (e->state > ST_STARTING)
         return;
     exec_unlist(e);
-    answer_fail(e, "internal_error",
+    answer_fail(e, RPC_E_INTERNAL_ERROR,
                 json_pack("{s:s,s:I}", "reason", "workers cannot be started",
                           "retry_after_ms", (json_int_t)(retry_s * 1e3 + 0.5)),
                 NULL, "workers cannot be started: %s", why);
     exec_finish(e);
 }
 
-void exec_refuse(struct exec *e, const char *kind, json_t *data, const char *fmt, ...)
+void exec_refuse(struct exec *e, enum rpc_kind kind, json_t *data, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;

@@ -68,6 +68,7 @@
 #include "daemon/list.h"
 #include "policy/config.h"
 #include "proto/jsonpass.h"
+#include "proto/jsonrpc.h"
 
 struct sup;
 struct conn;
@@ -207,7 +208,7 @@ void exec_no_worker(struct exec *e, const char *why, double retry_s);
  * may be NULL; output and output_truncated are added), log its outcome as
  * `kind` and free it: the daemon is stopping (cancelled), the queue is full
  * (busy), its job could not be built (internal_error, out of memory). */
-void exec_refuse(struct exec *e, const char *kind, json_t *data, const char *fmt, ...)
+void exec_refuse(struct exec *e, enum rpc_kind kind, json_t *data, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Whether state st accepts event ev (1) or refuses it (0): the table
  * above.  exec_state_name() and exec_event_name() are the names the log

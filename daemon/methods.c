@@ -134,8 +134,8 @@ static void m_binding_names(struct conn *c, const struct rpc_msg *m)
             : bindings_names_text(m->raw_bindings.p, m->raw_bindings.n, &text, &len, &err);
 
         if (rc < 0) {
-            conn_send_error(c, m->id, strcmp(err, "out of memory") == 0 ? "internal_error"
-                            : "invalid_params", NULL, "bindings: %s", err);
+            conn_send_error(c, m->id, strcmp(err, "out of memory") == 0 ? RPC_E_INTERNAL_ERROR
+                            : RPC_E_INVALID_PARAMS, NULL, "bindings: %s", err);
             return;
         }
         sp.raw = (struct jp_span){ text, len };
@@ -147,12 +147,12 @@ static void m_binding_names(struct conn *c, const struct rpc_msg *m)
         return;
     }
     if (!b || json_is_null(b)) {
-        conn_send_error(c, m->id, "invalid_params", NULL, "params.bindings is required");
+        conn_send_error(c, m->id, RPC_E_INVALID_PARAMS, NULL, "params.bindings is required");
         return;
     }
     names = bindings_names(b, &err);
     if (!names) {
-        conn_send_error(c, m->id, "invalid_params", NULL, "bindings: %s", err ? err : "malformed");
+        conn_send_error(c, m->id, RPC_E_INVALID_PARAMS, NULL, "bindings: %s", err ? err : "malformed");
         return;
     }
     reply = rpc_result_new(m->id, names);
@@ -319,7 +319,7 @@ static void answer_now(struct conn *c, const struct rpc_msg *m, json_t *result)
     json_t *reply;
 
     if (!result) {
-        conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
+        conn_send_error(c, m->id, RPC_E_INTERNAL_ERROR, NULL, "out of memory");
         return;
     }
     reply = rpc_result_new(m->id, result);
@@ -353,7 +353,7 @@ void methods_request(struct conn *c, const struct rpc_msg *m)
     const json_t *sid;
 
     if (!id_bounded(m->id)) {
-        conn_send_error(c, m->id, "invalid_params", json_pack("{s:i}", "max_id_bytes", RPC_ID_MAX),
+        conn_send_error(c, m->id, RPC_E_INVALID_PARAMS, json_pack("{s:i}", "max_id_bytes", RPC_ID_MAX),
                         "the request id is %zu bytes long; a string id may have at most %d",
                         json_string_length(m->id), RPC_ID_MAX);
         return;
@@ -362,15 +362,15 @@ void methods_request(struct conn *c, const struct rpc_msg *m)
         if (strcmp(m->method, methods[i].name) == 0)
             t = &methods[i];
     if (!t) {
-        conn_send_error(c, m->id, "method_not_found", NULL, "method '%.64s' not found", m->method);
+        conn_send_error(c, m->id, RPC_E_METHOD_NOT_FOUND, NULL, "method '%.64s' not found", m->method);
         return;
     }
     if ((t->flags & MF_OBJECT) && m->params && !json_is_object(m->params)) {
-        conn_send_error(c, m->id, "invalid_params", NULL, "params must be an object");
+        conn_send_error(c, m->id, RPC_E_INVALID_PARAMS, NULL, "params must be an object");
         return;
     }
     if ((t->flags & MF_FRESH) && exec_find(c, m->id)) {
-        conn_send_error(c, m->id, "invalid_request", NULL,
+        conn_send_error(c, m->id, RPC_E_INVALID_REQUEST, NULL,
                         "a request with this id is still running on this connection");
         return;
     }

@@ -52,11 +52,11 @@ int params_code(struct conn *c, const struct rpc_msg *m, const json_t **code)
 {
     *code = json_object_get(m->params, "code");
     if (!json_is_string(*code)) {
-        conn_send_error(c, m->id, "invalid_params", NULL, "params.code must be a string");
+        conn_send_error(c, m->id, RPC_E_INVALID_PARAMS, NULL, "params.code must be a string");
         return -1;
     }
     if (json_string_length(*code) > c->sup->cfg.max_code_bytes) {
-        conn_send_error(c, m->id, "code_too_large", NULL,
+        conn_send_error(c, m->id, RPC_E_CODE_TOO_LARGE, NULL,
                         "code exceeds maximum size of %zu bytes", c->sup->cfg.max_code_bytes);
         return -1;
     }
@@ -71,7 +71,7 @@ static int parse_idle(struct conn *c, const struct rpc_msg *m, struct req_params
     if (idle && !json_is_null(idle) &&
         (!json_is_integer(idle) || json_integer_value(idle) < 1 ||
          json_integer_value(idle) > MAX_IDLE_TIMEOUT_MS)) {
-        conn_send_error(c, m->id, "invalid_params", NULL,
+        conn_send_error(c, m->id, RPC_E_INVALID_PARAMS, NULL,
                         "params.idle_timeout_ms must be an integer from 1 to %d",
                         MAX_IDLE_TIMEOUT_MS);
         return -1;
@@ -90,7 +90,7 @@ static int parse_bindings(struct conn *c, const struct rpc_msg *m, struct req_pa
     const json_t *b = json_object_get(m->params, "bindings");
 
     if (b && !json_is_null(b) && !json_is_array(b)) {
-        conn_send_error(c, m->id, "invalid_params", NULL,
+        conn_send_error(c, m->id, RPC_E_INVALID_PARAMS, NULL,
                         "params.bindings must be the array returned by an earlier execute");
         return -1;
     }
@@ -98,7 +98,7 @@ static int parse_bindings(struct conn *c, const struct rpc_msg *m, struct req_pa
         const char *berr = NULL;
         json_t *names = bindings_names(b, &berr);
         if (!names) {
-            conn_send_error(c, m->id, "invalid_params", NULL, "%s",
+            conn_send_error(c, m->id, RPC_E_INVALID_PARAMS, NULL, "%s",
                             berr ? berr : "malformed bindings");
             return -1;
         }
@@ -120,12 +120,12 @@ int params_parse(struct conn *c, const struct rpc_msg *m, enum exec_op op, struc
         return -1;
     if (!(p->tools = tools_norm(json_object_get(m->params, "tools"), &p->index, err,
                                 sizeof err))) {
-        conn_send_error(c, m->id, "invalid_params", NULL, "%s", err);
+        conn_send_error(c, m->id, RPC_E_INVALID_PARAMS, NULL, "%s", err);
         return -1;
     }
     if (op != OP_SESSION && stream && !json_is_boolean(stream) && !json_is_null(stream)) {
         params_clear(p);
-        conn_send_error(c, m->id, "invalid_params", NULL, "params.stream_output must be a boolean");
+        conn_send_error(c, m->id, RPC_E_INVALID_PARAMS, NULL, "params.stream_output must be a boolean");
         return -1;
     }
     p->stream = op == OP_EXECUTE && json_is_true(stream);
@@ -136,7 +136,7 @@ int params_parse(struct conn *c, const struct rpc_msg *m, enum exec_op op, struc
     if ((rc = limits_resolve(&s->cfg.defaults, &s->cfg.ceilings, m->params, &p->lim, err,
                              sizeof err)) != 0) {
         params_clear(p);
-        conn_send_error(c, m->id, rc == ERANGE ? "limit_out_of_range" : "invalid_params", NULL,
+        conn_send_error(c, m->id, rc == ERANGE ? RPC_E_LIMIT_OUT_OF_RANGE : RPC_E_INVALID_PARAMS, NULL,
                         "%s", err);
         return -1;
     }
@@ -174,13 +174,13 @@ struct exec *params_exec(struct conn *c, const struct rpc_msg *m, enum exec_op o
         json_decref(p->index);
     p->index = NULL;
     if (!e) {
-        conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
+        conn_send_error(c, m->id, RPC_E_INTERNAL_ERROR, NULL, "out of memory");
         return NULL;
     }
     /* large bindings pass through as the client sent them (the worker
      * validates them; they are not re-encoded, so they cannot grow) */
     if (op != OP_CHECK && m->raw_bindings.p && exec_set_job_bindings(e, m->raw_bindings) < 0) {
-        exec_refuse(e, "internal_error", NULL, "out of memory");
+        exec_refuse(e, RPC_E_INTERNAL_ERROR, NULL, "out of memory");
         return NULL;
     }
     return e;

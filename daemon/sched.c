@@ -534,7 +534,7 @@ void sched_submit(struct exec *e)
     double retry = s->supply_hold - ev_now(s->loop);
 
     if (s->stopping) {          /* refused at once, never queued */
-        exec_refuse(e, "cancelled", NULL, "the daemon is shutting down");
+        exec_refuse(e, RPC_E_CANCELLED, NULL, "the daemon is shutting down");
         return;
     }
     /* until the next attempt, at once, unless a pooled or pending worker
@@ -549,7 +549,7 @@ void sched_submit(struct exec *e)
         return;
     }
     if (s->queued >= s->cfg.max_queue) {
-        exec_refuse(e, "busy", NULL, "all %u workers are busy and %u executions are queued",
+        exec_refuse(e, RPC_E_BUSY, NULL, "all %u workers are busy and %u executions are queued",
                     s->cfg.max_workers, s->queued);
         return;
     }

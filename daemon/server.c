@@ -50,7 +50,7 @@ static void refuse_busy(struct sup *s, int fd)
     /* Logged before the peer can see its EOF, so whoever watches both
      * (an operator, a test) finds the line once the connection is gone. */
     log_warn("refused a connection: %u connections are open (max_connections)", s->n_conns);
-    refuse_conn(s, fd, rpc_error_new(NULL, "busy", "too many connections",
+    refuse_conn(s, fd, rpc_error_new(NULL, RPC_E_BUSY, "too many connections",
                                      json_pack("{s:I,s:s,s:b}", "max_connections",
                                                (json_int_t)s->cfg.max_connections,
                                                "output", "", "output_truncated", 0)));
@@ -67,7 +67,7 @@ static void refuse_peer(struct sup *s, int fd, const struct ucred *cred)
     metrics_refused_peer();
     snprintf(msg, sizeof msg, "this peer (uid %u, gid %u) may not use sandboxd",
              (unsigned)cred->uid, (unsigned)cred->gid);
-    refuse_conn(s, fd, rpc_error_new(NULL, "forbidden", msg,
+    refuse_conn(s, fd, rpc_error_new(NULL, RPC_E_FORBIDDEN, msg,
                                      json_pack("{s:s,s:b}", "output", "",
                                                "output_truncated", 0)));
 }

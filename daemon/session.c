@@ -24,12 +24,12 @@ static struct exec *find_session(struct conn *c, const struct rpc_msg *m)
     struct exec *e;
 
     if (!json_is_string(sid) || json_string_length(sid) > RPC_ID_MAX) {
-        conn_send_error(c, m->id, "invalid_params", NULL,
+        conn_send_error(c, m->id, RPC_E_INVALID_PARAMS, NULL,
                         "params.session must be a string of at most %d bytes", RPC_ID_MAX);
         return NULL;
     }
     if (!(e = exec_session_find(c, sid))) {
-        conn_send_error(c, m->id, "session_not_found", NULL,
+        conn_send_error(c, m->id, RPC_E_SESSION_NOT_FOUND, NULL,
                         "no open session of this connection is called '%.64s'",
                         json_string_value(sid));
         return NULL;
@@ -46,12 +46,12 @@ static void session_job(struct conn *c, const struct rpc_msg *m, struct exec *e,
 
     if (e->state != ST_IDLE) {
         json_decref(job);
-        conn_send_error(c, m->id, "busy", NULL, "the session is %s",
+        conn_send_error(c, m->id, RPC_E_BUSY, NULL, "the session is %s",
                         e->sjob == SJ_OPEN ? "still opening" : "running another chunk");
         return;
     }
     if (!job) {
-        conn_send_error(c, m->id, "internal_error", NULL, "out of memory");
+        conn_send_error(c, m->id, RPC_E_INTERNAL_ERROR, NULL, "out of memory");
         return;
     }
     exec_event(e, XE_CHUNK, &d);
@@ -74,13 +74,13 @@ void session_chunk(struct conn *c, const struct rpc_msg *m)
         return;
     if (((v = json_object_get(p, "tools")) && !json_is_null(v)) ||
         ((v = json_object_get(p, "bindings")) && !json_is_null(v))) {
-        conn_send_error(c, m->id, "invalid_params", NULL,
+        conn_send_error(c, m->id, RPC_E_INVALID_PARAMS, NULL,
                         "a session chunk takes no tools or bindings: the session has them");
         return;
     }
     if ((stream && !json_is_boolean(stream) && !json_is_null(stream)) ||
         (rb && !json_is_boolean(rb) && !json_is_null(rb))) {
-        conn_send_error(c, m->id, "invalid_params", NULL,
+        conn_send_error(c, m->id, RPC_E_INVALID_PARAMS, NULL,
                         "params.stream_output and params.return_bindings must be booleans");
         return;
     }
@@ -88,7 +88,7 @@ void session_chunk(struct conn *c, const struct rpc_msg *m)
         return;
     /* the session's limits are this chunk's defaults and ceilings: narrow only */
     if ((rc = limits_resolve(&e->slim, &e->slim, p, &lim, err, sizeof err)) != 0) {
-        conn_send_error(c, m->id, rc == ERANGE ? "limit_out_of_range" : "invalid_params", NULL,
+        conn_send_error(c, m->id, rc == ERANGE ? RPC_E_LIMIT_OUT_OF_RANGE : RPC_E_INVALID_PARAMS, NULL,
                         "%s (a chunk may only narrow its session's limits)", err);
         return;
     }
@@ -144,7 +144,7 @@ void m_session_open(struct conn *c, const struct rpc_msg *m)
         return;
     if (s->n_sessions >= session_cap(s)) {
         params_clear(&p);
-        conn_send_error(c, m->id, "busy", json_pack("{s:I}", "max_sessions",
+        conn_send_error(c, m->id, RPC_E_BUSY, json_pack("{s:I}", "max_sessions",
                         (json_int_t)session_cap(s)),
                         "%u sessions are open (max_sessions %u, and one of max_workers %u is "
                         "kept for executions)", s->n_sessions, s->cfg.max_sessions,
@@ -153,7 +153,7 @@ void m_session_open(struct conn *c, const struct rpc_msg *m)
     }
     if (conn_sessions(c) >= session_share(s)) {
         params_clear(&p);
-        conn_send_error(c, m->id, "busy", json_pack("{s:I}", "max_sessions_per_connection",
+        conn_send_error(c, m->id, RPC_E_BUSY, json_pack("{s:I}", "max_sessions_per_connection",
                         (json_int_t)s->cfg.max_sessions_per_connection),
                         "this connection has %u sessions open (max_sessions_per_connection %u)",
                         conn_sessions(c), s->cfg.max_sessions_per_connection);

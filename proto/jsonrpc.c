@@ -470,46 +470,58 @@ void rpc_msg_clear(struct rpc_msg *msg)
 static const struct {
     const char *kind;
     int code;
-} kinds[] = {
-    { "parse_error",        -32700 },
-    { "invalid_request",    -32600 },
-    { "message_too_large",  -32600 },
-    { "method_not_found",   -32601 },
-    { "invalid_params",     -32602 },
-    { "limit_out_of_range", -32602 },
-    { "internal_error",     -32603 },
-    { "syntax_error",       -32001 },
-    { "runtime_error",      -32002 },
-    { "timeout",            -32003 },
-    { "memory_limit",       -32004 },
-    { "reductions_limit",   -32005 },
-    { "cpu_limit",          -32006 },
-    { "crashed",            -32007 },
-    { "code_too_large",     -32008 },
-    { "busy",               -32009 },
-    { "forbidden",          -32010 },
-    { "tool_aborted",       -32011 },
-    { "bindings_too_large", -32012 },
-    { "session_not_found",  -32013 },
-    { "tool_call_limit",    -32014 },
-    { "cancelled",          -32800 },
+} kinds[RPC_E_COUNT] = {
+    [RPC_E_PARSE_ERROR] = { "parse_error",        -32700 },
+    [RPC_E_INVALID_REQUEST] = { "invalid_request",    -32600 },
+    [RPC_E_MESSAGE_TOO_LARGE] = { "message_too_large",  -32600 },
+    [RPC_E_METHOD_NOT_FOUND] = { "method_not_found",   -32601 },
+    [RPC_E_INVALID_PARAMS] = { "invalid_params",     -32602 },
+    [RPC_E_LIMIT_OUT_OF_RANGE] = { "limit_out_of_range", -32602 },
+    [RPC_E_INTERNAL_ERROR] = { "internal_error",     -32603 },
+    [RPC_E_SYNTAX_ERROR] = { "syntax_error",       -32001 },
+    [RPC_E_RUNTIME_ERROR] = { "runtime_error",      -32002 },
+    [RPC_E_TIMEOUT] = { "timeout",            -32003 },
+    [RPC_E_MEMORY_LIMIT] = { "memory_limit",       -32004 },
+    [RPC_E_REDUCTIONS_LIMIT] = { "reductions_limit",   -32005 },
+    [RPC_E_CPU_LIMIT] = { "cpu_limit",          -32006 },
+    [RPC_E_CRASHED] = { "crashed",            -32007 },
+    [RPC_E_CODE_TOO_LARGE] = { "code_too_large",     -32008 },
+    [RPC_E_BUSY] = { "busy",               -32009 },
+    [RPC_E_FORBIDDEN] = { "forbidden",          -32010 },
+    [RPC_E_TOOL_ABORTED] = { "tool_aborted",       -32011 },
+    [RPC_E_BINDINGS_TOO_LARGE] = { "bindings_too_large", -32012 },
+    [RPC_E_SESSION_NOT_FOUND] = { "session_not_found",  -32013 },
+    [RPC_E_TOOL_CALL_LIMIT] = { "tool_call_limit",    -32014 },
+    [RPC_E_CANCELLED] = { "cancelled",          -32800 },
 };
 
-int rpc_kind_code(const char *kind)
+const char *rpc_kind_name(enum rpc_kind kind)
 {
-    size_t i;
+    return (unsigned)kind < RPC_E_COUNT ? kinds[kind].kind : kinds[RPC_E_INTERNAL_ERROR].kind;
+}
 
-    if (kind == NULL)
-        return 0;
-    for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-        if (strcmp(kinds[i].kind, kind) == 0)
-            return kinds[i].code;
+int rpc_kind_parse(const char *name, enum rpc_kind *kind)
+{
+    for (unsigned i = 0; name && i < RPC_E_COUNT; i++)
+        if (strcmp(kinds[i].kind, name) == 0) {
+            *kind = (enum rpc_kind)i;
+            return 1;
+        }
     return 0;
 }
 
-int rpc_kind_known(const char *kind)
+int rpc_kind_code(const char *name)
 {
-    return rpc_kind_code(kind) != 0;
+    enum rpc_kind k;
+
+    return rpc_kind_parse(name, &k) ? kinds[k].code : 0;
+}
+
+int rpc_kind_known(const char *name)
+{
+    enum rpc_kind k;
+
+    return rpc_kind_parse(name, &k);
 }
 
 json_t *rpc_kinds_new(void)
@@ -613,23 +625,25 @@ static json_t *error_data(json_t *data, const char *kind)
 }
 
 /*
- * kind must be one of the contract's kinds.  An unknown kind (a bug in the
- * caller) becomes "internal_error", so no reply ever carries a kind or code
- * outside section 5.  message NULL means the kind's name.
+ * A kind out of range (a bug in the caller) becomes internal_error, so no
+ * reply ever carries a kind or code outside section 5.  message NULL means
+ * the kind's name.
  */
-json_t *rpc_error_new(json_t *id, const char *kind, const char *message, json_t *data)
+json_t *rpc_error_new(json_t *id, enum rpc_kind k, const char *message, json_t *data)
 {
     json_t *msg = NULL, *error = NULL;
+    const char *kind;
 
-    if (!rpc_kind_known(kind))
-        kind = "internal_error";
+    if ((unsigned)k >= RPC_E_COUNT)
+        k = RPC_E_INTERNAL_ERROR;
+    kind = kinds[k].kind;
     data = error_data(data, kind);      /* data is ours from here on */
     if (data == NULL)
         return NULL;
     error = json_object();
     if (error == NULL)
         goto fail;
-    if (json_object_set_new(error, "code", json_integer(rpc_kind_code(kind))) < 0
+    if (json_object_set_new(error, "code", json_integer(kinds[k].code)) < 0
         || json_object_set_new(error, "message", message_string(message ? message : kind)) < 0)
         goto fail;
     if (json_object_set_new(error, "data", data) < 0) {
@@ -652,7 +666,7 @@ fail:
     return NULL;
 }
 
-json_t *rpc_errorf_new(json_t *id, const char *kind, json_t *data, const char *fmt, ...)
+json_t *rpc_errorf_new(json_t *id, enum rpc_kind kind, json_t *data, const char *fmt, ...)
 {
     va_list ap;
     char *message;

@@ -137,10 +137,43 @@ json_t *rpc_scan_id(const char *s, size_t n);
 int rpc_string_is(const json_t *s, const char *text, size_t n);
 const char *rpc_cstring(const json_t *s);
 
-/* Error kinds of docs/protocol.md §7.  Returns 0 for an unknown kind. */
-int rpc_kind_code(const char *kind);
-/* Nonzero if kind names one of the contract's kinds. */
-int rpc_kind_known(const char *kind);
+/* The error kinds of docs/protocol.md section 7: the daemon names a kind by
+ * its enumerator, so a misspelt one does not compile; jsonrpc.c's one table
+ * gives each its name and code (describe reports it: rpc_kinds_new). */
+enum rpc_kind {
+    RPC_E_PARSE_ERROR,
+    RPC_E_INVALID_REQUEST,
+    RPC_E_MESSAGE_TOO_LARGE,
+    RPC_E_METHOD_NOT_FOUND,
+    RPC_E_INVALID_PARAMS,
+    RPC_E_LIMIT_OUT_OF_RANGE,
+    RPC_E_INTERNAL_ERROR,
+    RPC_E_SYNTAX_ERROR,
+    RPC_E_RUNTIME_ERROR,
+    RPC_E_TIMEOUT,
+    RPC_E_MEMORY_LIMIT,
+    RPC_E_REDUCTIONS_LIMIT,
+    RPC_E_CPU_LIMIT,
+    RPC_E_CRASHED,
+    RPC_E_CODE_TOO_LARGE,
+    RPC_E_BUSY,
+    RPC_E_FORBIDDEN,
+    RPC_E_TOOL_ABORTED,
+    RPC_E_BINDINGS_TOO_LARGE,
+    RPC_E_SESSION_NOT_FOUND,
+    RPC_E_TOOL_CALL_LIMIT,
+    RPC_E_CANCELLED,
+    RPC_E_COUNT
+};
+/* A kind's name ("internal_error" for a value out of range). */
+const char *rpc_kind_name(enum rpc_kind kind);
+/* The kind a name names: 1 and *kind set, or 0 for an unknown name (NULL
+ * included).  For kinds that arrive as text (a worker's end frame). */
+int rpc_kind_parse(const char *name, enum rpc_kind *kind);
+/* The code of the kind a name names, 0 for an unknown name. */
+int rpc_kind_code(const char *name);
+/* Nonzero if name names one of the contract's kinds. */
+int rpc_kind_known(const char *name);
 /* Every kind with its code, {"parse_error": -32700, ...}: a new reference,
  * or NULL when out of memory.  describe reports it, so that clients' tables
  * are checked against the daemon's (tests/integration/test_error_kinds.py). */
@@ -156,9 +189,9 @@ json_t *rpc_result_new(json_t *id, json_t *result);
  * unknown kind becomes "internal_error"; message NULL means the kind's
  * name; a message that is not UTF-8 has its bytes >= 0x80 replaced by '?'.
  * NULL on allocation failure. */
-json_t *rpc_error_new(json_t *id, const char *kind, const char *message, json_t *data);
+json_t *rpc_error_new(json_t *id, enum rpc_kind kind, const char *message, json_t *data);
 /* printf-style message convenience, data stolen (also on failure). */
-json_t *rpc_errorf_new(json_t *id, const char *kind, json_t *data, const char *fmt, ...)
+json_t *rpc_errorf_new(json_t *id, enum rpc_kind kind, json_t *data, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* {"jsonrpc":"2.0","id":id,"method":method,"params":params}; id borrowed
  * (NULL -> notification), params stolen (may be NULL). */

@@ -164,9 +164,18 @@ static void check_reply(json_t *reply)
     json_decref(reply);
 }
 
+/* A kind from fuzzed text: the one it names, else one out of range (which
+ * rpc_error_new must turn into internal_error). */
+static enum rpc_kind kind_of(const char *name)
+{
+    enum rpc_kind k;
+
+    return rpc_kind_parse(name, &k) ? k : (enum rpc_kind)RPC_E_COUNT;
+}
+
 /* rpc_error_new() with data shared with the parsed message: the message's
  * own object must not change (data is copied shallowly before "kind"). */
-static void check_error_shared(json_t *id, const char *kind, const char *message, json_t *data)
+static void check_error_shared(json_t *id, enum rpc_kind kind, const char *message, json_t *data)
 {
     json_t *kind_before = json_is_object(data) ? json_object_get(data, "kind") : NULL;
     size_t size_before = json_is_object(data) ? json_object_size(data) : 0;
@@ -221,14 +230,14 @@ static void rpc_line(const char *line, size_t len)
     case RPC_PARSE_ERROR:
         CHECK(m.root == NULL && m.why != NULL, "PARSE_ERROR fields");
         CHECK(m.id == NULL && m.method == NULL, "PARSE_ERROR fields");
-        check_reply(rpc_errorf_new(NULL, "parse_error", NULL, "parse error: %s", m.why));
+        check_reply(rpc_errorf_new(NULL, RPC_E_PARSE_ERROR, NULL, "parse error: %s", m.why));
         break;
     case RPC_INVALID:
         CHECK(m.root != NULL && m.why != NULL, "INVALID fields");
         CHECK(m.id == NULL || (m.id == id && id_usable(m.id)), "INVALID id");
         if (json_is_object(m.root) && id_usable(id))
             CHECK(m.id == id, "INVALID lost a usable id");
-        check_reply(rpc_errorf_new(m.id, "invalid_request", NULL, "invalid request: %s", m.why));
+        check_reply(rpc_errorf_new(m.id, RPC_E_INVALID_REQUEST, NULL, "invalid request: %s", m.why));
         break;
     case RPC_REQUEST:
     case RPC_NOTIFICATION:
@@ -247,7 +256,7 @@ static void rpc_line(const char *line, size_t len)
             cstr = strndup(line, len);
             if (cstr == NULL)
                 abort();
-            check_error_shared(m.id, m.method, cstr, m.params);
+            check_error_shared(m.id, kind_of(m.method), cstr, m.params);
             free(cstr);
         } else {
             CHECK(id == NULL && m.id == NULL, "NOTIFICATION with id");
@@ -263,7 +272,7 @@ static void rpc_line(const char *line, size_t len)
             CHECK(json_is_object(m.error) &&
                   json_is_integer(json_object_get(m.error, "code")) &&
                   json_is_string(json_object_get(m.error, "message")), "RESPONSE error shape");
-        check_error_shared(m.id, "tool_aborted", NULL, m.error ? m.error : m.result);
+        check_error_shared(m.id, RPC_E_TOOL_ABORTED, NULL, m.error ? m.error : m.result);
         break;
     default:
         CHECK(0, "unknown rpc type %d", (int)m.type);

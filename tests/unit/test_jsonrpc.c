@@ -375,6 +375,15 @@ static void test_kind_codes(void **state)
     assert_int_equal(rpc_kind_code("Timeout"), 0);
     assert_int_equal(rpc_kind_code(NULL), 0);
     assert_false(rpc_kind_known("timeout "));
+    /* the enum and the table agree, and every kind is named once */
+    assert_int_equal(RPC_E_COUNT, N_KINDS);
+    for (i = 0; i < N_KINDS; i++) {
+        enum rpc_kind k;
+
+        assert_true(rpc_kind_parse(rpc_kind_name((enum rpc_kind)i), &k));
+        assert_int_equal(k, (int)i);
+    }
+    assert_string_equal(rpc_kind_name((enum rpc_kind)RPC_E_COUNT), "internal_error");
 }
 
 /* Check the shape {"jsonrpc","id","error":{code,message,data{kind}}}. */
@@ -409,7 +418,12 @@ static void test_error_every_kind(void **state)
 
     (void)state;
     for (i = 0; i < N_KINDS; i++) {
-        json_t *reply = rpc_error_new(id, contract_kinds[i].kind, "msg", NULL);
+        enum rpc_kind k;
+        json_t *reply;
+
+        assert_true(rpc_kind_parse(contract_kinds[i].kind, &k));
+        assert_string_equal(rpc_kind_name(k), contract_kinds[i].kind);
+        reply = rpc_error_new(id, k, "msg", NULL);
         json_t *data = check_error(reply, id, contract_kinds[i].kind,
                                    contract_kinds[i].code, "msg");
 
@@ -425,7 +439,7 @@ static void test_error_data_handling(void **state)
 
     (void)state;
     /* object data keeps its members and gains kind, overriding a stale one */
-    reply = rpc_error_new(NULL, "timeout", "too slow",
+    reply = rpc_error_new(NULL, RPC_E_TIMEOUT, "too slow",
                           json_pack("{s:s,s:i,s:s}", "output", "hi", "line", 3, "kind", "old"));
     data = check_error(reply, NULL, "timeout", -32003, "too slow");
     assert_string_equal(json_string_value(json_object_get(data, "output")), "hi");
@@ -434,36 +448,36 @@ static void test_error_data_handling(void **state)
 
     /* a shared object is not modified behind its other holder */
     shared = json_pack("{s:i}", "x", 1);
-    reply = rpc_error_new(NULL, "crashed", "dead", json_incref(shared));
+    reply = rpc_error_new(NULL, RPC_E_CRASHED, "dead", json_incref(shared));
     check_error(reply, NULL, "crashed", -32007, "dead");
     assert_null(json_object_get(shared, "kind"));
     json_decref(reply);
     json_decref(shared);
 
     /* non-object data is kept under "value" */
-    reply = rpc_error_new(NULL, "busy", "full", json_string("later"));
+    reply = rpc_error_new(NULL, RPC_E_BUSY, "full", json_string("later"));
     data = check_error(reply, NULL, "busy", -32009, "full");
     assert_string_equal(json_string_value(json_object_get(data, "value")), "later");
     json_decref(reply);
-    reply = rpc_error_new(NULL, "busy", "full", json_null());
+    reply = rpc_error_new(NULL, RPC_E_BUSY, "full", json_null());
     data = check_error(reply, NULL, "busy", -32009, "full");
     assert_true(json_is_null(json_object_get(data, "value")));
     json_decref(reply);
 
-    /* unknown kind: internal_error, never an unlisted kind on the wire */
-    reply = rpc_error_new(NULL, "made_up", "oops", NULL);
+    /* a kind out of range: internal_error, never an unlisted kind on the wire */
+    reply = rpc_error_new(NULL, (enum rpc_kind)RPC_E_COUNT, "oops", NULL);
     check_error(reply, NULL, "internal_error", -32603, "oops");
     json_decref(reply);
 
     /* message NULL: the kind's name; a string id is echoed */
     id = json_string("req-1");
-    reply = rpc_error_new(id, "forbidden", NULL, NULL);
+    reply = rpc_error_new(id, RPC_E_FORBIDDEN, NULL, NULL);
     check_error(reply, id, "forbidden", -32010, "forbidden");
     json_decref(reply);
     json_decref(id);
 
     /* a message that is not UTF-8 still gives valid JSON */
-    reply = rpc_error_new(NULL, "runtime_error", "bad \xff\xfe byte", NULL);
+    reply = rpc_error_new(NULL, RPC_E_RUNTIME_ERROR, "bad \xff\xfe byte", NULL);
     check_error(reply, NULL, "runtime_error", -32002, "bad ?? byte");
     json_decref(reply);
 }
@@ -473,7 +487,7 @@ static void test_errorf(void **state)
     json_t *reply;
 
     (void)state;
-    reply = rpc_errorf_new(NULL, "code_too_large", NULL, "code is %zu bytes, limit %d",
+    reply = rpc_errorf_new(NULL, RPC_E_CODE_TOO_LARGE, NULL, "code is %zu bytes, limit %d",
                            (size_t)70000, 65536);
     check_error(reply, NULL, "code_too_large", -32008, "code is 70000 bytes, limit 65536");
     json_decref(reply);
