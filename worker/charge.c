@@ -69,13 +69,7 @@ static void pay(lua_State *L, uint64_t n)
         (c->pay_ahead != NULL ? c->pay_ahead : c->pay)(L, c->ud, n);
 }
 
-/* A charge with no free part: one of several a call makes. */
-static void pay_exact(lua_State *L, uint64_t n)
-{
-    charge_pay(L, lua_touserdata(L, lua_upvalueindex(1)), n);
-}
-
-/* The same for work not yet done (charge.h: pay_ahead). */
+/* A charge with no free part, for work not yet done (charge.h: pay_ahead). */
 static void pay_ahead(lua_State *L, uint64_t n)
 {
     struct charge *c = lua_touserdata(L, lua_upvalueindex(1));
@@ -683,27 +677,64 @@ static int w_rawequal(lua_State *L)
     return stock(L);
 }
 
-/* load with a reader: upvalue 1 the charge, 2 the reader. */
-static int load_piece(lua_State *L)
+/*
+ * load, written from the manual with stock's checks and messages: the
+ * reader is called from load's own frame (inside lua_load), as stock's is,
+ * so its errors keep stock's positions, levels and C-stack depth; each
+ * piece is paid for before the lexer reads it (a payment that raises there
+ * is load's error, as any error of the reader).
+ */
+#define LOAD_PIECE_SLOT 5           /* keeps the reader's last piece alive */
+
+static const char *load_piece(lua_State *L, void *ud, size_t *size)
 {
-    lua_settop(L, 0);
-    lua_pushvalue(L, lua_upvalueindex(2));
+    const char *s;
+
+    luaL_checkstack(L, 2, "too many nested functions");
+    lua_pushvalue(L, 1);
     lua_call(L, 0, 1);
-    pay_exact(L, charge_source(strlen_at(L, 1)));
-    return 1;
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        *size = 0;
+        return NULL;
+    }
+    if (!lua_isstring(L, -1))
+        luaL_error(L, "reader function must return a string");
+    lua_replace(L, LOAD_PIECE_SLOT);
+    s = lua_tolstring(L, LOAD_PIECE_SLOT, size);
+    charge_pay(L, ud, charge_source(*size));
+    return s;
 }
 
 static int w_load(lua_State *L)
 {
-    if (lua_type(L, 1) == LUA_TFUNCTION) {
-        lua_pushvalue(L, lua_upvalueindex(1));
-        lua_pushvalue(L, 1);
-        lua_pushcclosure(L, load_piece, 2);
-        lua_replace(L, 1);
+    struct charge *c = lua_touserdata(L, lua_upvalueindex(1));
+    size_t len;
+    const char *s = lua_tolstring(L, 1, &len), *name;
+    const char *mode = luaL_optstring(L, 3, "bt");
+    int env = lua_isnone(L, 4) ? 0 : 4, status;
+
+    if (s != NULL) {
+        name = luaL_optstring(L, 2, s);
+        pay_ahead(L, charge_source(len));
+        status = luaL_loadbufferx(L, s, len, name, mode);
     } else {
-        pay_exact(L, charge_source(strlen_at(L, 1)));
+        name = luaL_optstring(L, 2, "=(load)");
+        luaL_checktype(L, 1, LUA_TFUNCTION);
+        lua_settop(L, LOAD_PIECE_SLOT);
+        status = lua_load(L, load_piece, c, name, mode);
     }
-    return stock(L);
+    if (status != LUA_OK) {
+        lua_pushnil(L);
+        lua_insert(L, -2);
+        return 2;                       /* nil and the message */
+    }
+    if (env != 0) {
+        lua_pushvalue(L, env);
+        if (lua_setupvalue(L, -2, 1) == NULL)
+            lua_pop(L, 1);
+    }
+    return 1;
 }
 
 /* ---- installation ---- */

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "worker/charge.h"
 #include "worker/luaenv.h"
 
 /* ---- choices ---- */
@@ -387,7 +388,7 @@ static void statement(struct luadiff_rng *r, struct text *t)
         put(t, "()");
 }
 
-/* ---- the three states ---- */
+/* ---- the four states ---- */
 
 struct run {
     struct luaenv *env;         /* NULL: stock */
@@ -551,9 +552,19 @@ static int stock_in_child(struct run *stock, const char *text, struct text *out)
     return done;
 }
 
+/* The fourth state: stock with charge_open, as tests/tools/lua_meter
+ * measures (charge.c alone, paying into a count). */
 struct program {
-    struct run stock, on, off;
+    struct run    stock, on, off, meter;
+    struct charge charge;
+    uint64_t      charged;
 };
+
+static void count_pay(lua_State *L, void *ud, uint64_t n)
+{
+    (void)L;
+    *(uint64_t *)ud += n;
+}
 
 static int program_open(struct program *p)
 {
@@ -564,6 +575,13 @@ static int program_open(struct program *p)
     if (p->stock.L == NULL || p->on.env == NULL || p->off.env == NULL)
         return -1;
     luaL_openlibs(p->stock.L);
+    p->meter.L = luaL_newstate();
+    if (p->meter.L == NULL)
+        return -1;
+    luaL_openlibs(p->meter.L);
+    p->charge.pay = count_pay;
+    p->charge.ud = &p->charged;
+    charge_open(p->meter.L, &p->charge);
     p->on.L = luaenv_state(p->on.env);
     p->on.counting = 1;
     p->off.L = luaenv_state(p->off.env);
@@ -574,16 +592,18 @@ static void program_close(struct program *p)
 {
     if (p->stock.L != NULL)
         lua_close(p->stock.L);
+    if (p->meter.L != NULL)
+        lua_close(p->meter.L);
     luaenv_free(p->on.env);
     luaenv_free(p->off.env);
 }
 
-/* Run one statement in the three states; 0 when they agree, 1 when it was
+/* Run one statement in the four states; 0 when they agree, 1 when it was
  * heavy and stock did not finish it, -1 when they differ. */
 static int compare(struct program *p, const char *text, struct luadiff_stats *st,
                    char *report, size_t cap)
 {
-    struct text a = {0}, b = {0}, c = {0};
+    struct text a = {0}, b = {0}, c = {0}, d = {0};
     int rc = 0;
 
     st->statements++;
@@ -604,10 +624,11 @@ static int compare(struct program *p, const char *text, struct luadiff_stats *st
     }
     run_text(&p->stock, text, &a);
     run_text(&p->off, text, &c);
+    run_text(&p->meter, text, &d);
     st->compared++;
-    if (strcmp(a.p, b.p) != 0 || strcmp(a.p, c.p) != 0) {
-        snprintf(report, cap, "statement: %s\nstock:     %s\ncounting:  %s\nuncounted: %s\n",
-                 text, a.p, b.p, c.p);
+    if (strcmp(a.p, b.p) != 0 || strcmp(a.p, c.p) != 0 || strcmp(a.p, d.p) != 0) {
+        snprintf(report, cap, "statement: %s\nstock:     %s\ncounting:  %s\nuncounted: %s\n"
+                 "charge.c:  %s\n", text, a.p, b.p, c.p, d.p);
         rc = -1;
     }
 out:
@@ -616,6 +637,7 @@ out:
     free(a.p);
     free(b.p);
     free(c.p);
+    free(d.p);
     return rc;
 }
 

@@ -6,11 +6,13 @@
  * or replaces (worker/charge.c, worker/luaenv_lib.c) with good and bad
  * arguments of every type, metamethods that log and raise at error levels
  * 1 to 3, and callers that change names and levels (pcall, xpcall, method
- * calls, locals, coroutines).  Each statement runs in three states: stock
+ * calls, locals, coroutines).  Each statement runs in four states: stock
  * (luaL_openlibs), the worker's environment (luaenv_new) with counting on
  * (a budget of LUADIFF_BUDGET reductions, renewed per statement) and with
- * counting off.  Its results (values, or the error value), and the log its
- * metamethods wrote, must be equal in all three; addresses are masked.
+ * counting off, and stock with worker/charge.c's charges (charge_open, as
+ * tests/tools/lua_meter measures).  Its results (values, or the error
+ * value), and the log its metamethods wrote, must be equal in all four;
+ * addresses are masked.
  *
  * A statement that spends the budget with counting on is heavy: stock runs
  * it in a child process for at most LUADIFF_HEAVY_MS; if stock finishes, that
@@ -47,7 +49,7 @@ void luadiff_rng_bytes(struct luadiff_rng *r, const uint8_t *data, size_t len);
 
 /* Generate one program of at most max_statements statements from r and run
  * it.  Returns 0 when every statement agrees; -1 at the first difference,
- * with the statement and the three results in report (NUL-terminated).
+ * with the statement and the results in report (NUL-terminated).
  * Stock's print writes to a /dev/null stdout while the program runs. */
 int luadiff_program(struct luadiff_rng *r, unsigned max_statements,
                     struct luadiff_stats *st, char *report, size_t cap);
