@@ -3,13 +3,19 @@
  * Depends on the Lua API only, never on the worker's state.
  *
  * A wrapper is a C closure: upvalue 1 the struct charge, upvalue 2 the
- * stock function it charges for.  It measures the work from the arguments,
+ * stock function it charges for.  It checks the arguments as the stock
+ * function does, in its order and with its messages, measures the work,
  * pays, and calls the stock C function directly (not through lua_call), so
  * the stock function runs in the wrapper's own call frame: its argument
  * errors name the function as the caller wrote it and its luaL_error
  * positions are the caller's, exactly as without the wrapper.  The stock
  * library functions take no upvalues, so the wrapper's are no concern of
- * theirs.
+ * theirs.  Where measuring first would run a metamethod stock runs once
+ * (#t through __len) or could stop the work half way (__index, __newindex,
+ * a reader), the function is this module's own, written from the manual
+ * with stock's messages (found by running lua5.3), in one frame as well.
+ * tests/unit/test_luadiff.c holds all of it to stock Lua, statement by
+ * statement.
  */
 #include "worker/charge.h"
 
