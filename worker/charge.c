@@ -104,13 +104,18 @@ static uint64_t pushed(lua_Integer from, lua_Integer to)
     return n <= LUAI_MAXSTACK ? n : 0;
 }
 
-static lua_Integer posrelat(lua_Integer pos, size_t len)
+/* A position in a string of len bytes as the manual gives it (section
+ * 6.4: -1 is the last byte), counted from the start: a negative one that
+ * reaches back past the first byte is 0.  Callers clamp the result to
+ * their own range. */
+static lua_Integer from_start(lua_Integer pos, size_t len)
 {
+    uint64_t back;
+
     if (pos >= 0)
         return pos;
-    if (0u - (size_t)pos > len)
-        return 0;
-    return (lua_Integer)len + pos + 1;
+    back = (uint64_t)0 - (uint64_t)pos;     /* -pos, LUA_MININTEGER included */
+    return back > len ? 0 : (lua_Integer)(len - back) + 1;
 }
 
 /* The bytes of the string at idx (0 for anything else). */
@@ -176,8 +181,8 @@ static int w_byte(lua_State *L)
     if (lua_gettop(L) <= 2)
         return stock(L);            /* one value at most: free (the common s:byte(i)) */
     luaL_checklstring(L, 1, &l);
-    posi = posrelat(luaL_optinteger(L, 2, 1), l);
-    pose = posrelat(luaL_optinteger(L, 3, posi), l);
+    posi = from_start(luaL_optinteger(L, 2, 1), l);
+    pose = from_start(luaL_optinteger(L, 3, posi), l);
     if (posi < 1)
         posi = 1;
     if (pose > (lua_Integer)l)
@@ -330,7 +335,7 @@ static int w_unpack(lua_State *L)
     int n;
 
     luaL_checklstring(L, 2, &ld);
-    pos = posrelat(luaL_optinteger(L, 3, 1), ld);
+    pos = from_start(luaL_optinteger(L, 3, 1), ld);
     if (memchr(fmt, 'z', lf) != NULL && pos >= 1 && (size_t)pos <= ld)
         pay_ahead(L, (ld - (size_t)pos + 1) / CHARGE_BYTES);   /* strlen may run to the end */
     n = stock(L);
@@ -603,8 +608,8 @@ static int w_codepoint(lua_State *L)
     lua_Integer posi, pose;
 
     luaL_checklstring(L, 1, &len);
-    posi = posrelat(luaL_optinteger(L, 2, 1), len);
-    pose = posrelat(luaL_optinteger(L, 3, posi), len);
+    posi = from_start(luaL_optinteger(L, 2, 1), len);
+    pose = from_start(luaL_optinteger(L, 3, posi), len);
     if (posi >= 1 && pose <= (lua_Integer)len)
         pay(L, pushed(posi, pose));
     return stock(L);
@@ -616,8 +621,8 @@ static int w_len(lua_State *L)
     lua_Integer posi, posj;
 
     luaL_checklstring(L, 1, &len);
-    posi = posrelat(luaL_optinteger(L, 2, 1), len);
-    posj = posrelat(luaL_optinteger(L, 3, -1), len);
+    posi = from_start(luaL_optinteger(L, 2, 1), len);
+    posj = from_start(luaL_optinteger(L, 3, -1), len);
     luaL_argcheck(L, 1 <= posi && posi - 1 <= (lua_Integer)len, 2,
                   "initial position out of string");
     luaL_argcheck(L, posj - 1 < (lua_Integer)len, 3, "final position out of string");
@@ -634,7 +639,7 @@ static int w_offset(lua_State *L)
     luaL_checklstring(L, 1, &len);
     n = luaL_checkinteger(L, 2);
     i = luaL_optinteger(L, 3, n >= 0 ? 1 : (lua_Integer)len + 1);
-    i = posrelat(i, len);
+    i = from_start(i, len);
     r = stock(L);
     if (lua_isinteger(L, -1))
         end = lua_tointeger(L, -1);
