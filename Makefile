@@ -196,14 +196,16 @@ test-hooks: $(TEST_DEPS)
 # reports a call outside the allowlist and goes on with ENOSYS, plus the test
 # hooks for its canary.  It replays every chunk the integration suite sent
 # (recorded in build/chunks/ by make test-integration), every .lua file of
-# the tree and the precision suite's generated programs, and fails naming
-# each forbidden call and the chunk that made it.
+# the tree, the precision suite's generated programs and the differential
+# test's (test_luadiff), and fails naming each forbidden call and the chunk
+# that made it.
 AUDIT_O := build/audit
 .PHONY: test-audit
 test-audit: $(TEST_DEPS)
 	$(MAKE) O=$(AUDIT_O) EXTRA_CPPFLAGS='-DSANDBOXD_SYSCALL_AUDIT=1 -DSANDBOXD_TEST_HOOKS=1' $(AUDIT_O)/sandboxd
+	$(MAKE) O=build build/tests/test_luadiff
 	SANDBOXD_BIN=$(CURDIR)/$(AUDIT_O)/sandboxd SANDBOXD_SANITIZE=0 \
-	AUDIT_RECORDINGS=$(CURDIR)/build/chunks \
+	AUDIT_RECORDINGS=$(CURDIR)/build/chunks AUDIT_LUADIFF=$(CURDIR)/build/tests/test_luadiff \
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/audit
 
 # sandboxd under a real systemd (tests/systemd): a Debian 12 root built once

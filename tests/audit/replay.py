@@ -17,7 +17,9 @@ The corpus:
   * every *.lua file of the tree (the attack corpus with its header's limits,
     tools and timeout; the precision programs; the bench chunks) and the
     precision suite's generated programs (tests/precision/variants.py),
-    each once, unless the recording already holds its code.
+    each once, unless the recording already holds its code;
+  * the differential test's generated programs (AUDIT_LUADIFF: the
+    test_luadiff binary), each a session of one chunk a statement.
 Exact duplicates are sent once.  Every wall clock is capped: the audit asks
 which calls a chunk makes, not how long it may run.  A chunk that did not end
 by itself in its suite (its recorded answer, ENDED; an attack's `expect`
@@ -36,6 +38,7 @@ import glob
 import json
 import os
 import re
+import subprocess
 import sys
 import threading
 
@@ -50,6 +53,8 @@ import sbx  # noqa: E402
 import variants  # noqa: E402  (tests/precision: the generated programs)
 
 RECORDINGS = os.environ.get("AUDIT_RECORDINGS") or os.path.join(REPO, "build", "chunks")
+LUADIFF = os.environ.get("AUDIT_LUADIFF")  # build/tests/test_luadiff, if given
+LUADIFF_BUDGET = 1000000    # tests/diff/luadiff.h: reductions per statement
 SHORT_MS = 300              # the wall clock of a chunk that did not end by itself in its suite
 LONG_MS = 2000              # and of one that did
 # How a chunk ends by itself: a result (None) or one of these errors.  Any
@@ -160,6 +165,39 @@ def lua_files():
     return out
 
 
+def luadiff_programs(binary=None):
+    """The differential test's programs (tests/diff/luadiff.h) as sessions:
+    its prelude, then each statement as a chunk of its own with the test's
+    budget, as the test runs them in the worker's environment.  The
+    statements are what test_luadiff prints under LUADIFF_TRACE; each
+    program begins with the prelude."""
+    binary = binary or LUADIFF
+    if not binary:
+        return []
+    out = subprocess.run([binary], env=dict(os.environ, LUADIFF_TRACE="1"),
+                         capture_output=True, timeout=600)
+    text = out.stderr.decode("utf-8", "surrogateescape")
+    stmts = [t for t in ("\n" + text).split("\nstmt: ")[1:]]
+    programs, prelude = [], stmts[0] if stmts else None
+    for st in stmts:
+        if st == prelude:
+            programs.append([])
+        programs[-1].append(st)
+    conns = []
+    for n, prog in enumerate(programs, 1):
+        name = "luadiff:%d" % n
+        recs = [{"c": name, "id": 0, "m": "session/open", "p": {}, "kind": None,
+                 "opened": "ses"}]
+        for i, st in enumerate(prog, 1):
+            recs.append({"c": name, "id": i, "m": "execute", "kind": None, "opened": None,
+                         "p": {"session": "ses", "code": st,
+                               "limits": {"max_reductions": LUADIFF_BUDGET}}})
+        recs.append({"c": name, "id": len(prog) + 1, "m": "session/close",
+                     "p": {"session": "ses"}, "kind": None, "opened": None})
+        conns.append((name, recs))
+    return conns
+
+
 def corpus(recording_paths=None):
     """The connections to replay: the recordings, then the .lua files whose
     code they do not hold; exact duplicate stand-alone requests dropped."""
@@ -190,7 +228,7 @@ def corpus(recording_paths=None):
                     out.append((name, [r]))
         else:
             out.append((name, recs))
-    return out
+    return out + luadiff_programs()
 
 
 # ------------------------------------------------------------------ replay
