@@ -309,6 +309,16 @@ static size_t pd_pattern(struct pd_src *r, char *out, size_t cap)
         for (unsigned i = 0, k = 190 + pd_pick(r, 20); i < k; i++)
             pd_put(out, cap, &n, "a*");
         return n;
+    case 3: case 4: case 5:           /* more items and sets than the C stack holds */
+        for (unsigned i = 0, k = 9 + pd_pick(r, 24); i < k; i++) {
+            if (pd_pick(r, 3) == 0)
+                pd_put(out, cap, &n, "%f[%w]");
+            else
+                pd_set(r, out, cap, &n, 1);
+            if (pd_pick(r, 4) == 0)
+                pd_putc(out, cap, &n, "*?-"[pd_pick(r, 3)]);
+        }
+        return n;
     default:
         break;
     }

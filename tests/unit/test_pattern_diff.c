@@ -27,14 +27,14 @@ static void test_agrees_with_stock(void **state)
     if (getenv("PATTERN_DIFF_SEED") != NULL)
         r.rng = strtoull(getenv("PATTERN_DIFF_SEED"), NULL, 0);
     assert_int_equal(pd_open(&d), 0);
-    for (long i = 0; i < cases; i++) {
+    while (d.cases < cases) {           /* cases compared: the long ones do not count */
         if (pd_case(&d, &r) != 0 && d.failed <= 5)
             pd_report(&d, stdout);
     }
     printf("pattern differential: %ld cases, %ld passed, %ld failed, %ld too long (seed %#llx)\n",
            d.cases, d.cases - d.failed, d.failed, d.long_cases, (unsigned long long)SEED);
     assert_true(d.paid > 0);            /* counting on charged its steps */
-    assert_true(d.cases >= cases * 99 / 100);   /* few are left out */
+    assert_true(d.long_cases <= cases / 100);   /* few are left out */
     pd_close(&d);
     assert_int_equal(d.failed, 0);
 }
