@@ -5,7 +5,8 @@
 //   sandboxd-mcp --config SERVERS.json [--socket PATH] [--timeout-ms N] [--max-result-chars N]
 //                [--catalog-chars N] [--queue-wait-ms N] [--idle-timeout-ms N] [--no-sessions]
 //                [--priority low|normal|high] [--confirm destructive|all|none]
-//                [--without-elicitation refuse|allow] [--http ADDRESS [--allow-remote]]
+//                [--without-elicitation refuse|allow] [--http ADDRESS [--allow-remote]
+//                [--http-session-idle-ms N]]
 //
 // SERVERS.json: {"mcpServers": {"NAME": {"command": "...", "args": [...],
 // "env": {...}} or {"url": "...", "headers": {...}, "type": "http"|"sse"},
@@ -26,6 +27,7 @@ const USAGE = 'usage: sandboxd-mcp --config SERVERS.json [--socket PATH] [--time
   '                    [--catalog-chars N] [--queue-wait-ms N] [--idle-timeout-ms N] [--no-sessions]\n' +
   '                    [--priority low|normal|high] [--confirm destructive|all|none]\n' +
   '                    [--without-elicitation refuse|allow] [--http ADDRESS] [--allow-remote]\n' +
+  '                    [--http-session-idle-ms 3600000]\n' +
   'Under the MCP Inspector, whose own --config would take this one, put -- before node:\n' +
   '  npx @modelcontextprotocol/inspector --cli --method tools/list -- node sandboxd-mcp.js --config SERVERS.json';
 
@@ -79,6 +81,7 @@ function parse(argv) {
       }
     }
     else if (a === '--allow-remote') o.allowRemote = true;
+    else if (a === '--http-session-idle-ms') o.httpIdleMs = num(val());
     else if (a === '--version') { process.stdout.write(`sandboxd-mcp ${VERSION}\n`); process.exit(0); }
     else if (a === '--help' || a === '-h') { process.stdout.write(`${USAGE}\n`); process.exit(0); }
     else die(`unknown argument "${a}"\n${USAGE}`);
@@ -135,7 +138,7 @@ process.on('SIGINT', () => stop(0));
 await bridge.start();
 if (opts.http) {
   try {
-    http = await serveHttp(bridge, opts.http);
+    http = await serveHttp(bridge, { ...opts.http, idleMs: opts.httpIdleMs });
   } catch (e) {
     process.stderr.write(`sandboxd-mcp: --http: cannot listen: ${e.message}\n`);
     await stop(1);

@@ -35,7 +35,9 @@ function rpcError(res, status, message) {
   res.status(status).json({ jsonrpc: '2.0', error: { code: -32000, message }, id: null });
 }
 
-export async function serveHttp(bridge, { host, port, path, idleMs = 3600000, log = bridge.log } = {}) {
+export const IDLE_MS = 3600000;
+
+export async function serveHttp(bridge, { host, port, path, idleMs = IDLE_MS, log = bridge.log } = {}) {
   const app = createMcpExpressApp({ host: path || isLoopback(host) ? '127.0.0.1' : host });
   const sessions = new Map(); // Mcp-Session-Id -> { transport, host, timer }
 

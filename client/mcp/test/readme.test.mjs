@@ -23,6 +23,7 @@ import { spawn } from 'node:child_process';
 import { Bridge } from '../src/bridge.js';
 import { MIN_RESULT_CHARS } from '../src/render.js';
 import { refusal } from '../src/confirm.js';
+import { IDLE_MS } from '../src/http.js';
 import { startDaemon, SCALE } from '../../node/test/daemon.mjs';
 import { readme, claim, shLines } from '../../node/test/readme.mjs';
 
@@ -126,7 +127,8 @@ function synopsis(body) {
   const prop = (opt) => opt.slice(2).replace(/-(\w)/g, (_, c) => c.toUpperCase());
   const numeric = opts(shown).filter(([, v]) => /^\d+$/.test(v ?? ''));
   assert.ok(numeric.length >= 4, numeric);
-  for (const [opt, v] of numeric) assert.equal(b[prop(opt)], Number(v), `${opt}: the default is ${b[prop(opt)]}`);
+  const fallback = (opt) => (opt === '--http-session-idle-ms' ? IDLE_MS : b[prop(opt)]);
+  for (const [opt, v] of numeric) assert.equal(fallback(opt), Number(v), `${opt}: the default is ${fallback(opt)}`);
   assert.equal(opts(shown).find(([o]) => o === '--priority')[1], 'low|normal|high');
   const table = README.text.slice(README.text.indexOf('| option | default | meaning |'));
   const rows = table.split('\n\n')[0].split('\n').slice(2).map((r) => r.split(' | '));

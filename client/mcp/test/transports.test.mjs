@@ -9,6 +9,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -222,12 +223,36 @@ test('--http: one daemon session per MCP session, closed by DELETE; Lua state no
   await until(async () => (await sbx.describe()).state.sessions === 0, LIFE_MS, 'every daemon session to close with the bridge');
 });
 
-test('--http on a Unix socket path; a non-loopback address needs --allow-remote', async () => {
+/** One JSON-RPC POST to /mcp over the Unix socket: { status, sessionId }. */
+function post(sock, body, sessionId) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ socketPath: sock, path: '/mcp', method: 'POST', headers: {
+      host: 'localhost', 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+      ...(sessionId ? { 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' } : {}),
+    } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode, sessionId: res.headers['mcp-session-id'] }));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+test('--http on a Unix socket path; an idle MCP session is closed; a non-loopback address needs --allow-remote', async () => {
   const sock = path.join(tmp, 'bridge.sock');
-  const b = await httpBridge({}, sock);
+  const b = await httpBridge({}, sock, ['--http-session-idle-ms', String(500 * SCALE)]);
   try {
     assert.equal(b.url, `unix:${sock}`);
     assert.ok(fs.statSync(sock).isSocket());
+    const init = await post(sock, { jsonrpc: '2.0', id: 1, method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    assert.equal(init.status, 200);
+    assert.match(init.sessionId, /^[0-9a-f-]{36}$/);
+    const list = { jsonrpc: '2.0', id: 2, method: 'tools/list' };
+    assert.equal((await post(sock, list, init.sessionId)).status, 200); // in use: kept
+    await until(() => b.stderr.includes(`MCP session ${init.sessionId}: no request for ${500 * SCALE} ms; closed`),
+      LIFE_MS, 'the idle session to close');
+    assert.equal((await post(sock, list, init.sessionId)).status, 404);
   } finally {
     await b.stop();
   }
