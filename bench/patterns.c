@@ -151,9 +151,9 @@ int main(int argc, char **argv)
 {
     size_t size = 1 << 20;
     int rounds = 5, nvar = 3, status = 0;
-    struct charge off = {pay_off, NULL, NULL};
+    struct charge off = {.pay = pay_off};
     struct budget bud = {0, UINT64_MAX / 2}, old_bud = {0, UINT64_MAX / 2};
-    struct charge on = {pay_on, &bud, room_on};
+    struct charge on = {.pay = pay_on, .ud = &bud, .room = room_on};
     lua_CFunction mine[4] = {charge_str_find, charge_str_match, charge_str_gmatch, charge_str_gsub};
     double best[NSCEN][4];
     lua_Integer result[NSCEN][4];
@@ -176,7 +176,7 @@ int main(int argc, char **argv)
     add(L, "new_on", &on, mine);
 #if OLD_ENGINE
     {
-        static struct charge old_on = {pay_on, NULL, NULL};
+        static struct charge old_on = {.pay = pay_on};
         lua_CFunction old[4] = {old_str_find, old_str_match, old_str_gmatch, old_str_gsub};
 
         old_on.ud = &old_bud;

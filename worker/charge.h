@@ -101,7 +101,7 @@
  * This module depends on the Lua API only, never on the worker: a program
  * linked with the stock liblua5.3 applies the same charges to measure what
  * a chunk needs.  Measuring with stock Lua:
- *   1. struct charge c = {pay, ud, NULL}: pay(L, ud, n) is called with each charge
+ *   1. struct charge c = {.pay = pay, .ud = ud}: pay(L, ud, n) is called with each charge
  *      (the worker's raises the reductions limit; a meter adds n up);
  *   2. a lua_Alloc that adds charge_string(nsize - header - 1) for every
  *      block with ptr == NULL and osize == LUA_TSTRING (a new string), with
