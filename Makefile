@@ -10,6 +10,8 @@
 #   make mutation   the mutation check (its own campaign; CI runs it after make test)
 #   make test-systemd  the units under a real systemd in a booted Debian 12
 #                   container (root; CI runs it after make test)
+#   make test-image the container image and the Kubernetes manifests, run
+#                   with podman (root; CI runs it after make test)
 #   make asan       the sanitizer build in build/asan/
 #   make bench      the benchmark report (bench/); BASE=REV: the A/B against REV (bench/ab)
 #   make bench-breakdown  where one trivial execute's time goes, step by step (bench/breakdown)
@@ -57,7 +59,7 @@ UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 UNIT_OBJS   := $(patsubst %.c,$(O)/obj/%.o,$(UNIT_SRCS))
 LIB         := $(O)/libsandboxd.a
 
-.PHONY: all deps test-deps run check-house test test-unit test-integration test-systemd test-reliability soak test-hooks test-node bench-node test-elixir bench-elixir asan trace bench bench-breakdown mutation fuzz install clean
+.PHONY: all deps test-deps run check-house test test-unit test-integration test-systemd test-image test-reliability soak test-hooks test-node bench-node test-elixir bench-elixir asan trace bench bench-breakdown mutation fuzz install clean
 all: $(O)/sandboxd $(O)/sandboxctl
 
 # The Debian packages first, then pkg-config's flags for them, kept in
@@ -218,6 +220,15 @@ test-audit: $(TEST_DEPS)
 # a container of its own.
 test-systemd: all deb
 	@SANDBOXD_DEB=$(CURDIR)/$(lastword $(wildcard dist/sandboxd_$(VERSION)-*.deb)) tests/systemd/run $(O)
+
+# The image and the manifests (tests/image): deploy/Containerfile built with
+# podman from a Debian 12 base made once with mmdebstrap (cached in
+# build/image; no registry is contacted), run with each manifest's security
+# context, and the manifests played with `podman kube play`.  Where it cannot
+# run here (not root, no podman, no mirror for the first build) it says so in
+# one line and passes.
+test-image: all $(TEST_DEPS)
+	@tests/image/run
 
 # The reliability suite (tests/reliability): checked load with faults
 # injected and crash loops of the zygote, under two minutes; `make soak` runs

@@ -165,3 +165,65 @@ def test_a_refused_chroot_names_the_missing_capability(daemon_factory, tmp_path)
     with pytest.raises(BaseException):
         d.start()
     assert "EPERM: the daemon lacks CAP_SYS_CHROOT; refusing to start" in d.stderr, d.stderr
+
+
+# ------------------------------------------------------------------ Pod Security
+
+# Pod Security Standards (kubernetes.io/docs/concepts/security/pod-security-standards):
+# the capabilities "baseline" lets a container add, and what it forbids.
+PSS_BASELINE_CAPS = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+                     "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+
+
+def pss_violations(pod, level):
+    """What of Pod Security `level` ("baseline" or "restricted") pod breaks."""
+    bad = []
+    ctrs = pod.get("containers", []) + pod.get("initContainers", [])
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if pod.get(key):
+            bad.append(key)
+    bad += ["hostPath volume %s" % v["name"] for v in pod.get("volumes", []) if "hostPath" in v]
+    pod_ctx = pod.get("securityContext", {})
+    for c in ctrs:
+        ctx = c.get("securityContext", {})
+        if ctx.get("privileged"):
+            bad.append("%s: privileged" % c["name"])
+        added = set(ctx.get("capabilities", {}).get("add", []))
+        allowed = PSS_BASELINE_CAPS if level == "baseline" else {"NET_BIND_SERVICE"}
+        bad += ["%s: adds %s" % (c["name"], cap) for cap in sorted(added - allowed)]
+        prof = ctx.get("seccompProfile", pod_ctx.get("seccompProfile", {})).get("type")
+        if prof == "Unconfined":
+            bad.append("%s: seccomp Unconfined" % c["name"])
+        if level == "restricted":
+            if ctx.get("allowPrivilegeEscalation") is not False:
+                bad.append("%s: allowPrivilegeEscalation" % c["name"])
+            if "ALL" not in ctx.get("capabilities", {}).get("drop", []):
+                bad.append("%s: does not drop ALL" % c["name"])
+            nonroot = ctx.get("runAsNonRoot", pod_ctx.get("runAsNonRoot"))
+            if not nonroot or ctx.get("runAsUser", pod_ctx.get("runAsUser", 1)) == 0:
+                bad.append("%s: may run as root" % c["name"])
+            if prof not in ("RuntimeDefault", "Localhost"):
+                bad.append("%s: no seccomp profile" % c["name"])
+    return bad
+
+
+def test_manifests_pod_security_levels():
+    """sidecar.yaml and sidecar-restricted.yaml pass "baseline" (no SYS_NICE:
+    each worker applies its own priority); daemonset.yaml breaks it by its
+    hostPath alone; none passes "restricted" (SYS_CHROOT, or root)."""
+    yaml = pytest.importorskip("yaml", reason="python3-yaml not installed")
+    k8s = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy", "k8s")
+    pods = {}
+    for name in ("sidecar.yaml", "sidecar-restricted.yaml", "daemonset.yaml"):
+        with open(os.path.join(k8s, name)) as f:
+            docs = [d for d in yaml.safe_load_all(f) if d]
+        pods[name] = [d["spec"]["template"]["spec"] for d in docs
+                      if d["kind"] in ("Deployment", "DaemonSet")][0]
+    assert pss_violations(pods["sidecar.yaml"], "baseline") == []
+    assert pss_violations(pods["sidecar-restricted.yaml"], "baseline") == []
+    assert pss_violations(pods["daemonset.yaml"], "baseline") == ["hostPath volume sandboxd-socket"]
+    assert pss_violations(pods["sidecar-restricted.yaml"], "restricted") == [
+        "sandboxd: adds SYS_CHROOT"]
+    # the checker itself: SYS_NICE, the cause of the old failure, is caught
+    old = {"containers": [{"name": "s", "securityContext": {"capabilities": {"add": ["SYS_NICE"]}}}]}
+    assert pss_violations(old, "baseline") == ["s: adds SYS_NICE"]

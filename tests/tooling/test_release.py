@@ -55,6 +55,7 @@ def copies():
         ("docs/sandboxd.8", r"^\.Pq Dq sandboxd (\S+) \(protocol [\d.]+\)$"),
         ("docs/protocol.md", r'"result":\{"name":"sandboxd","version":"([^"]*)"'),
         ("CHANGELOG.md", r"^## \[(\d[^]]*)\] - \d{4}-\d\d-\d\d$"),
+        ("deploy/Containerfile", r"^ARG VERSION=(\S+)$"),
     ]:
         m = re.search(pat, read(f), re.M)
         assert m, "%s: no version where %r expects one" % (f, pat)
