@@ -28,9 +28,9 @@ other one its suite's own timeout up to LONG_MS, so it reaches its end as it
 did there.
 
 Two passes: the corpus over CONNECTIONS connections at once; then, only if
-the log named a call, each connection that was running while it did again
-alone, request by request, to name the chunk that made it.  As a program:
-  replay.py [--expect-calls]  (the corpus as above; exit 1 on a finding)
+the log named a call, every connection again, alone and request by request,
+to name the chunk that made it.  As a program (SANDBOXD_BIN the audit
+build): replay.py prints each finding and exits 1 if there is one.
 """
 
 import concurrent.futures
@@ -64,7 +64,7 @@ ENDED = (None, "runtime_error", "syntax_error", "memory_limit", "reductions_limi
          "bindings_too_large", "code_too_large", "tool_call_limit", "invalid_params",
          "limit_out_of_range")
 CONNECTIONS = 2
-ANSWER_WAIT = 60.0          # a safety net: every chunk ends by MAX_TIMEOUT_MS
+ANSWER_WAIT = 60.0          # a safety net: every chunk ends within LONG_MS
 FORBIDDEN = re.compile(r"worker (\d+): forbidden system call (-?\d+) \(([^)]*)\)")
 
 # The audit daemon: room for what the suites asked (their ceilings), wall
@@ -113,7 +113,7 @@ def load_recordings(paths):
     conns = {}
     for path in paths:
         with open(path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
+            for line in f:
                 try:
                     r = json.loads(line)
                 except ValueError:
