@@ -123,7 +123,9 @@ void wproc_apply_limits(struct wproc *w, const struct limits *lim)
      * may always raise its own.  This call is for the other direction: with
      * CAP_SYS_NICE the pool waits at nice 19 (worker/zygote.c), and only the
      * supervisor may lower a worker from there to its job's value.  Without
-     * the capability it fails (EPERM) and the worker's own call applies. */
+     * the capability it fails (EPERM) and the worker's own call applies;
+     * it succeeds for workers in a user namespace the daemon made, whose
+     * owner holds every capability over them. */
     if (setpriority(PRIO_PROCESS, (id_t)w->pid, priority_nice(lim->priority, w->sup->nice)) != 0)
         log_debug("worker %d: setpriority: %s (the worker sets its own)", (int)w->pid,
                   strerror(errno));

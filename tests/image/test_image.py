@@ -350,6 +350,7 @@ def test_sidecar_under_a_profile_that_refuses_namespaces(image, tmp_path):
         log = d.log()
         assert facts["Uid"] == ["65534"] * 4 and facts["root_empty"], facts
         assert not any(facts["ns"].values()), facts
+        assert facts["nice"] == 10, facts       # the worker's own: no SYS_NICE, no user namespace
         assert re.search(r"<4>.*net namespace not permitted here \(EPERM: the daemon lacks "
                          r"CAP_SYS_ADMIN; nor through a user namespace: EPERM from the seccomp "
                          r"filter.*refuse unshare", log), log
