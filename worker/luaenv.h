@@ -22,7 +22,8 @@
  *                   under the caller's message handler, as in stock Lua
  *                   (the chunk's own handler ignores it: luaenv_in_load)
  *   pcall, xpcall   rethrow while a fatal limit is set; xpcall skips the
- *                   user handler while fatal
+ *                   user handler while fatal (a guard of Lua code in front of
+ *                   it, so it runs at stock's C-stack depth)
  *   coroutine.resume, coroutine.wrap   rethrow while fatal
  *   setmetatable    refuses a metatable with a __gc field
  *   collectgarbage  "count" is real; every other option returns 0

@@ -17,6 +17,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define RESERVED_SLOT 5   /* load: keeps the reader's last piece alive */
@@ -72,16 +73,85 @@ static int sb_pcall(lua_State *L)
     return finish_pcall(L, status, 0);
 }
 
-/* Message handler of xpcall: the user's handler (upvalue 1) never sees a
- * fatal error, so it cannot run code after a limit was hit. */
-static int xpcall_handler(lua_State *L)
+/*
+ * xpcall's message handler is a guard around the user's handler h: h never
+ * sees a fatal error, so it cannot run code after a limit was hit.  The
+ * guard is a Lua function (made by GUARD_MAKER, kept in the registry at
+ * &guard_key), so that h runs at the C-stack depth stock Lua gives it (a C
+ * guard would be one C call deeper for each call of h, and a handler that
+ * raises would recurse half as far).  It calls h as guard_pass returns it:
+ * a Lua h by a tail call, which leaves h the error levels it has in stock
+ * Lua; a C h unnamed (a call of a call's result), so luaL names it by
+ * searching the loaded tables, as for a handler called from C; and the
+ * guard has no line information (stripped), so h's luaL_where(1) is empty
+ * as under the C function that raised in stock Lua.
+ */
+static const char GUARD_MAKER[] =
+    "local pass = ...\n"
+    "return function(h) return function(m) return pass(m, h)(m) end end";
+static const char guard_key = 0;
+
+/* The handler to call for error value m (index 1): h (index 2), or, for a
+ * fatal error (luaenv_is_fatal_error), a function that returns m. */
+static int guard_keep(lua_State *L)
+{
+    lua_settop(L, 1);
+    return 1;
+}
+
+static int guard_pass(lua_State *L)
 {
     if (!MUTANT(XPCALL_HANDLER) && luaenv_is_fatal_error(L, 1))
-        return 1;
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, 1);
+        lua_pushcfunction(L, guard_keep);
+    else
+        lua_pushvalue(L, 2);
     return 1;
+}
+
+struct dump {
+    char  *p;
+    size_t len;
+    int    failed;
+};
+
+/* lua_dump's writer: append to a malloc'd block. */
+static int dump_piece(lua_State *L, const void *p, size_t sz, void *ud)
+{
+    struct dump *d = ud;
+    char *q = realloc(d->p, d->len + sz);
+
+    (void)L;
+    if (q == NULL) {
+        d->failed = 1;
+        return 1;
+    }
+    memcpy(q + d->len, p, sz);
+    d->p = q;
+    d->len += sz;
+    return 0;
+}
+
+/* Put the guard maker in the registry: compiled, stripped of its line
+ * information, loaded again, given guard_pass. */
+static void open_guard(lua_State *L)
+{
+    struct dump d = {0};
+    int status;
+
+    if (luaL_loadbufferx(L, GUARD_MAKER, sizeof GUARD_MAKER - 1, "=xpcall", "t") != LUA_OK)
+        lua_error(L);
+    if (lua_dump(L, dump_piece, &d, 1) != 0 || d.failed) {
+        free(d.p);
+        luaL_error(L, "not enough memory");
+    }
+    lua_pop(L, 1);
+    status = luaL_loadbufferx(L, d.p, d.len, "=xpcall", "b");
+    free(d.p);
+    if (status != LUA_OK)
+        lua_error(L);
+    lua_pushcfunction(L, guard_pass);
+    lua_call(L, 1, 1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &guard_key);
 }
 
 static int sb_xpcall(lua_State *L)
@@ -89,12 +159,13 @@ static int sb_xpcall(lua_State *L)
     int status, n = lua_gettop(L);
 
     luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &guard_key);
     lua_pushvalue(L, 2);
-    lua_pushcclosure(L, xpcall_handler, 1);
-    lua_replace(L, 2);          /* f, handler, args... */
+    lua_call(L, 1, 1);
+    lua_replace(L, 2);          /* f, guard, args... */
     lua_pushboolean(L, 1);
     lua_pushvalue(L, 1);
-    lua_rotate(L, 3, 2);        /* f, handler, true, f, args... */
+    lua_rotate(L, 3, 2);        /* f, guard, true, f, args... */
     status = lua_pcallk(L, n - 2, LUA_MULTRET, 2, 2, finish_pcall);
     return finish_pcall(L, status, 2);
 }
@@ -504,6 +575,8 @@ int luaenv_openlib(lua_State *L)
         {NULL, NULL},
     };
     int g = lua_gettop(L);
+
+    open_guard(L);
 
     if (MUTANT(COLLECTGARBAGE)) {
         lua_getfield(L, g, "collectgarbage");   /* mutant: the stock function, every option */

@@ -186,19 +186,22 @@ static const char *const V_SORT[] = {
     "NIE(1)", "TS(1)",
 };
 
+/* string.rep's count: small ones (and bad types).  A huge one is a string
+ * of gigabytes in stock, where the worker refuses it at its string cap
+ * (docs/protocol.md), or a memory error in stock. */
+static const char *const V_REPN[] = {
+    "0", "1", "3", "-1", "10", "1.5", "'2'", "'x'", "{}", "nil", "2.0", "-(1 << 62)",
+};
+
 enum kind { K_ANY, K_INT, K_NUM, K_STR, K_TAB, K_FUN, K_FMT, K_PACK, K_DATE, K_PAT,
-            K_TIME, K_READER, K_CO, K_MODE, K_HANDLER, K_SORT };
+            K_TIME, K_READER, K_CO, K_MODE, K_SORT, K_REPN };
 
 /* A value of kind k most of the time, of any kind otherwise. */
 static void value(struct luadiff_rng *r, struct text *t, enum kind k)
 {
     static const enum kind any[] = {K_INT, K_NUM, K_STR, K_TAB, K_FUN, K_CO};
 
-    if (k == K_HANDLER) {
-        put(t, "H");
-        return;
-    }
-    if (k == K_ANY || (k != K_MODE && k != K_SORT && pick(r, 5) == 0))
+    if (k == K_ANY || (k != K_MODE && k != K_SORT && k != K_REPN && pick(r, 5) == 0))
         k = PICK(r, any);
     switch (k) {
     case K_INT:    put(t, "%s", PICK(r, V_INT)); break;
@@ -214,6 +217,7 @@ static void value(struct luadiff_rng *r, struct text *t, enum kind k)
     case K_READER: put(t, "%s", PICK(r, V_READER)); break;
     case K_MODE:   put(t, "%s", PICK(r, V_MODE)); break;
     case K_SORT:   put(t, "%s", PICK(r, V_SORT)); break;
+    case K_REPN:   put(t, "%s", PICK(r, V_REPN)); break;
     default:       put(t, "%s", PICK(r, V_OTHER)); break;
     }
 }
@@ -228,14 +232,14 @@ struct fn {
 static const struct fn FUNCS[] = {
     {"string.byte", "sii", 1}, {"string.char", "iii", 0}, {"string.format", "fvvv", 1},
     {"string.lower", "s", 1}, {"string.upper", "s", 1}, {"string.reverse", "s", 1},
-    {"string.rep", "sis", 1}, {"string.pack", "pvvv", 1}, {"string.packsize", "p", 1},
+    {"string.rep", "sns", 1}, {"string.pack", "pvvv", 1}, {"string.packsize", "p", 1},
     {"string.unpack", "psi", 1}, {"string.find", "sPiv", 1}, {"string.match", "sPi", 1},
     {"string.gsub", "sPvi", 1}, {"table.concat", "tsii", 0}, {"table.insert", "tiv", 0},
     {"table.remove", "ti", 0}, {"table.move", "tiiit", 0}, {"table.unpack", "tii", 0},
     {"table.pack", "vvv", 0}, {"table.sort", "SF", 0}, {"utf8.char", "iii", 0},
     {"utf8.codepoint", "sii", 0}, {"utf8.len", "sii", 0}, {"utf8.offset", "sii", 0},
     {"utf8.codes", "s", 0}, {"os.date", "dT", 0}, {"tonumber", "vi", 0},
-    {"rawequal", "vv", 0}, {"load", "RsMv", 0}, {"pcall", "Fvv", 0}, {"xpcall", "Fhv", 0},
+    {"rawequal", "vv", 0}, {"load", "RsMv", 0}, {"pcall", "Fvv", 0}, {"xpcall", "FFv", 0},
     {"setmetatable", "tv", 0}, {"collectgarbage", "v", 0}, {"print", "vv", 0},
     {"coroutine.create", "F", 0}, {"coroutine.resume", "cvv", 0}, {"coroutine.wrap", "F", 0},
 };
@@ -255,8 +259,8 @@ static enum kind kind_of(char c)
     case 'R': return K_READER;
     case 'c': return K_CO;
     case 'M': return K_MODE;
-    case 'h': return K_HANDLER;
     case 'S': return K_SORT;
+    case 'n': return K_REPN;
     default:  return K_ANY;
     }
 }
@@ -339,7 +343,7 @@ static void statement(struct luadiff_rng *r, struct text *t)
         put(t, ")");
         break;
     case 5:
-        put(t, "return xpcall(%s, %s%s", f->name, "H",
+        put(t, "return xpcall(%s, %s%s", f->name, pick(r, 4) ? "H" : "HE",
             strlen(f->params) ? ", " : "");
         args(r, t, f, 0);
         put(t, ")");

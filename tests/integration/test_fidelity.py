@@ -84,6 +84,7 @@ DEPTH = [
     "local f, e = load(r) return n",
     "local n, v = 0 v = setmetatable({}, {__tostring = function() n = n + 1 return string.format('%s', v) end})\n"
     "local ok, e = pcall(string.format, '%s', v) return n",
+    "local n = 0 local function h(m) n = n + 1 error(m) end xpcall(error, h, 'x') return n",
 ]
 
 

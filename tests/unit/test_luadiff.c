@@ -70,6 +70,11 @@ static void test_listed(void **state)
         "return pcall(table.unpack, {}, 1.5)",
         "return print(TS(1))",
         "return pcall(print, TSE(2))",
+        "return xpcall(error, string.upper, {})",
+        "return xpcall(xpcall, H, CMP(0), FE(2), 5)",
+        "return xpcall(error, function(m) error('x', 2) end, 1)",
+        "local n = 0 local function h(m) n = n + 1 error(m) end return n, xpcall(error, h, 'x')",
+        "return load('\\27Lua', 'b', 't')",
     };
     struct luadiff_stats st = {0};
     char report[4096];
