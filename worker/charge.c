@@ -356,7 +356,7 @@ static int w_unpack(lua_State *L)
 static int w_insert(lua_State *L)
 {
     lua_Integer n = table_len(L, 1, NEED_READ | NEED_WRITE), pos, k;
-    lua_Integer e = (lua_Integer)((lua_Unsigned)n + 1u);    /* first empty slot */
+    lua_Integer e = (lua_Integer)((lua_Unsigned)n + 1u);    /* first empty slot, as Lua's + */
 
     switch (lua_gettop(L)) {
     case 2:
@@ -364,8 +364,8 @@ static int w_insert(lua_State *L)
         break;
     case 3:
         pos = luaL_checkinteger(L, 2);
-        luaL_argcheck(L, n >= 0 && (lua_Unsigned)pos - 1u < (lua_Unsigned)e, 2,
-                      "position out of bounds");     /* 1 <= pos <= n + 1 */
+        luaL_argcheck(L, pos >= 1 && pos <= e, 2,
+                      "position out of bounds");     /* from 1 to the first empty slot */
         break;
     default:
         return luaL_error(L, "wrong number of arguments to 'insert'");
@@ -383,10 +383,11 @@ static int w_remove(lua_State *L)
 {
     lua_Integer size = table_len(L, 1, NEED_READ | NEED_WRITE);
     lua_Integer pos = luaL_optinteger(L, 2, size);
+    lua_Integer e = (lua_Integer)((lua_Unsigned)size + 1u);    /* first empty slot, as Lua's + */
 
     if (pos != size)
-        luaL_argcheck(L, size >= 0 && (lua_Unsigned)pos - 1u <= (lua_Unsigned)size, 1,
-                      "position out of bounds");     /* 1 <= pos <= size + 1 */
+        luaL_argcheck(L, pos >= 1 && pos <= e, 1,
+                      "position out of bounds");     /* from 1 to the first empty slot */
     pay(L, count(pos, size) * CHARGE_TABLE_VALUE);
     lua_geti(L, 1, pos);
     for (; pos < size; pos++) {
@@ -415,32 +416,30 @@ static int w_move(lua_State *L)
     struct charge *c = lua_touserdata(L, lua_upvalueindex(1));
     lua_Integer f = luaL_checkinteger(L, 2), e = luaL_checkinteger(L, 3);
     lua_Integer t = luaL_checkinteger(L, 4), n, i;
-    int tt = lua_isnoneornil(L, 5) ? 1 : 5, each;
+    int tt = lua_isnoneornil(L, 5) ? 1 : 5, each, backward;
 
     check_table(L, 1, NEED_READ);
     check_table(L, tt, NEED_WRITE);
     if (e >= f) {
-        luaL_argcheck(L, f > 0 || e < LUA_MAXINTEGER + f, 3, "too many elements to move");
+        /* the count of items, e - f + 1, must be a lua_Integer, and so
+         * must the last destination index, t + count - 1 */
+        luaL_argcheck(L, (lua_Unsigned)e - (lua_Unsigned)f < (lua_Unsigned)LUA_MAXINTEGER, 3,
+                      "too many elements to move");
         n = e - f + 1;
-        luaL_argcheck(L, t <= LUA_MAXINTEGER - n + 1, 4, "destination wrap around");
+        luaL_argcheck(L, t <= LUA_MAXINTEGER - (n - 1), 4, "destination wrap around");
         each = !plain_table(L, 1) || !plain_table(L, tt);
         if (!each)
             pay(L, (uint64_t)n > UINT64_MAX / CHARGE_TABLE_VALUE ? UINT64_MAX
                                                                   : (uint64_t)n * CHARGE_TABLE_VALUE);
-        if (t > e || t <= f || (tt != 1 && !lua_compare(L, 1, tt, LUA_OPEQ))) {
-            for (i = 0; i < n; i++) {
-                if (each)
-                    charge_pay(L, c, CHARGE_TABLE_VALUE);
-                lua_geti(L, 1, f + i);
-                lua_seti(L, tt, t + i);
-            }
-        } else {
-            for (i = n - 1; i >= 0; i--) {
-                if (each)
-                    charge_pay(L, c, CHARGE_TABLE_VALUE);
-                lua_geti(L, 1, f + i);
-                lua_seti(L, tt, t + i);
-            }
+        /* Last item first when the destination starts inside the source
+         * range of the same table (equal by ==, so __eq may decide). */
+        backward = t > f && t <= e && (tt == 1 || lua_compare(L, 1, tt, LUA_OPEQ));
+        for (i = 0; i < n; i++) {
+            lua_Integer k = backward ? n - 1 - i : i;
+            if (each)
+                charge_pay(L, c, CHARGE_TABLE_VALUE);
+            lua_geti(L, 1, f + k);
+            lua_seti(L, tt, t + k);
         }
     }
     lua_pushvalue(L, tt);
@@ -451,18 +450,18 @@ static int w_tunpack(lua_State *L)
 {
     lua_Integer i = luaL_optinteger(L, 2, 1);
     lua_Integer e = luaL_opt(L, luaL_checkinteger, 3, luaL_len(L, 1));
-    lua_Unsigned n;
+    lua_Unsigned span;          /* the count of results less one */
 
     if (i > e)
         return 0;
-    n = (lua_Unsigned)e - (lua_Unsigned)i;
-    if (n >= (lua_Unsigned)INT_MAX || !lua_checkstack(L, (int)++n))
+    span = (lua_Unsigned)e - (lua_Unsigned)i;
+    if (span >= (lua_Unsigned)INT_MAX || !lua_checkstack(L, (int)span + 1))
         return luaL_error(L, "too many results to unpack");
-    pay(L, (uint64_t)n);
+    pay(L, (uint64_t)span + 1);
     for (; i < e; i++)
         lua_geti(L, 1, i);
     lua_geti(L, 1, e);
-    return (int)n;
+    return (int)span + 1;
 }
 
 /* table.sort is the stock function: a __len metamethod runs twice (here

@@ -75,6 +75,14 @@ static void test_listed(void **state)
         "return xpcall(error, function(m) error('x', 2) end, 1)",
         "local n = 0 local function h(m) n = n + 1 error(m) end return n, xpcall(error, h, 'x')",
         "return load('\\27Lua', 'b', 't')",
+        "local mt = {__eq = function() LOG[#LOG + 1] = 'eq' return true end}\n"
+        "local a, b = setmetatable({1, 2, 3}, mt), setmetatable({}, mt)\n"
+        "table.move(a, 1, 3, 2, b) return a[4], b[2], b[3], b[4]",
+        "local t = {1, 2, 3, 4, 5} table.move(t, 1, 4, 2) table.move(t, 2, 5, 1) return table.unpack(t)",
+        "return pcall(table.insert, setmetatable({}, {__len = function() return math.maxinteger end}), 1, 0)",
+        "return pcall(table.remove, setmetatable({}, {__len = function() return math.maxinteger end}), 1)",
+        "return pcall(table.insert, LEN(-1), 1, 0), pcall(table.remove, LEN(-1), 0), pcall(table.remove, LEN(-1))",
+        "return pcall(table.unpack, {}, math.mininteger, math.maxinteger)",
     };
     struct luadiff_stats st = {0};
     char report[4096];
