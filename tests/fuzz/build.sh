@@ -31,7 +31,7 @@ srcs_for() {
     fuzz_jsonpass)   echo "proto/jsonpass.c worker/jsonbig.c proto/utf8.c" ;;
     fuzz_chan)       echo "proto/inbuf.c proto/chan.c" ;;
     fuzz_codec)      echo "proto/utf8.c worker/codec.c" ;;
-    fuzz_bindings)   echo "proto/utf8.c proto/bindings.c worker/bindings_lua.c" ;;
+    fuzz_bindings)   echo "proto/utf8.c proto/bindings.c proto/sort.c worker/bindings_lua.c" ;;
     fuzz_limits)     echo "policy/limits.c" ;;
     fuzz_tools)      echo "proto/tools.c proto/jsonrpc.c proto/jsonpass.c proto/utf8.c" ;;
     fuzz_pattern)    echo "worker/pattern.c" ;;
