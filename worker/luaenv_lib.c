@@ -308,14 +308,22 @@ static int sb_load(lua_State *L)
     struct reader rd = {0};
     size_t len;
     const char *s = lua_tolstring(L, 1, &len), *name;
-    const char *mode = luaL_optstring(L, 3, "bt");
+    const char *want = luaL_optstring(L, 3, "bt"), *mode = want;
     int env = lua_isnone(L, 4) ? 0 : 4;
     int status;
 
+    /* Text only, whatever the mode: "t" where it allows text, else ""
+     * (nothing), which refuses text with the caller's mode in the
+     * message, as stock does, and binary as always. */
     if (!MUTANT(BYTECODE))
-        mode = "t";                     /* (the mutant: binary chunks accepted) */
+        mode = strchr(want, 't') ? "t" : "";    /* (the mutant: binary chunks accepted) */
     if (s != NULL) {
         name = luaL_optstring(L, 2, s);
+        if (mode[0] == '\0' && (len == 0 || s[0] != LUA_SIGNATURE[0])) {
+            lua_pushnil(L);             /* stock refuses before it reads on */
+            lua_pushfstring(L, "attempt to load a text chunk (mode is '%s')", want);
+            return 2;
+        }
         luaenv_charge_ahead(L, charge_source(len));     /* the lexer reads every byte */
         luaenv_loading(L, 1);
         status = luaL_loadbufferx(L, s, len, name, mode);
@@ -340,6 +348,18 @@ static int sb_load(lua_State *L)
     /* (the mutant: a load reader swallows a fatal limit) */
     if (luaenv_catch(L, status) == LUAENV_CAUGHT_FATAL && !MUTANT(LOAD_RETHROW))
         return luaenv_rethrow(L);
+    if (status == LUA_ERRSYNTAX && mode[0] == '\0' && lua_type(L, -1) == LUA_TSTRING) {
+        /* a reader's chunk refused for its kind: name the caller's mode
+         * for text, as stock does, and "t" for binary, as for every load */
+        const char *msg = lua_tostring(L, -1);
+        int text = strcmp(msg, "attempt to load a text chunk (mode is '')") == 0;
+
+        if (text || strcmp(msg, "attempt to load a binary chunk (mode is '')") == 0) {
+            lua_pop(L, 1);
+            lua_pushfstring(L, "attempt to load a %s chunk (mode is '%s')",
+                            text ? "text" : "binary", text ? want : "t");
+        }
+    }
     lua_pushnil(L);
     lua_insert(L, -2);
     return 2;

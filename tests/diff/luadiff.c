@@ -174,9 +174,9 @@ static const char *const V_READER[] = {
     "RD('return ', true)", "'return 5'", "'return'", "'x ='", "RD('return ...')",
 };
 
-/* load's mode is always "t" in the worker (docs/protocol.md): only modes
- * that allow text, and a bad type, are compared. */
-static const char *const V_MODE[] = {"'t'", "'bt'", "nil", "{}", "true"};
+/* load's modes: the worker loads text only (docs/protocol.md), so the
+ * sources here are text, and a mode without "t" refuses them as stock does. */
+static const char *const V_MODE[] = {"'t'", "'bt'", "nil", "{}", "true", "'b'", "'x'", "''"};
 
 /* table.sort is the stock function behind a wrapper that takes #t first: a
  * __len metamethod runs twice (docs/protocol.md), so its tables have none. */

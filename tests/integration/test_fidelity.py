@@ -60,6 +60,14 @@ SAME_VALUE = [
     "return xpcall(load, function(m) return 'H:' .. m end, function() error('x') end)",
     "return load(function() return {} end)",
     "return load(function() error('lvl2', 2) end)",
+    # load's mode: one without "t" refuses text as stock does, before it
+    # reads on (a bad chunkname still first); with "t" it loads
+    "return load('return 1', 'c', 'b')",
+    "return load('', 'c', 'x')",
+    "return load(function() return nil end, 'c', 'b')",
+    "local n = 0 return load(function() n = n + 1 return n == 1 and 'return 2' or nil end, 'c', 'b'), n",
+    "return pcall(load, 'return 1', {}, 'b')",
+    "return load('return 3', 'c', 'tb')()",
     # 5.3's words
     "return pcall(coroutine.resume, 1)",
 ]
