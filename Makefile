@@ -59,7 +59,7 @@ UNIT_BINS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRCS))
 UNIT_OBJS   := $(patsubst %.c,$(O)/obj/%.o,$(UNIT_SRCS))
 LIB         := $(O)/libsandboxd.a
 
-.PHONY: all deps test-deps run check-house test test-unit test-integration test-systemd test-image test-reliability soak test-hooks test-node bench-node test-elixir bench-elixir asan trace bench bench-breakdown mutation fuzz install clean
+.PHONY: all deps test-deps run check-house test test-unit test-integration test-systemd test-image test-reliability soak test-hooks test-node bench-node test-elixir bench-elixir asan trace bench bench-breakdown mutation fuzz install clean test-precision test-python test-audit test-tooling deb dist test-dist
 all: $(O)/sandboxd $(O)/sandboxctl
 
 # The Debian packages first, then pkg-config's flags for them, kept in
@@ -150,6 +150,14 @@ $(O)/tests/lua_meter: $(METER_OBJS)
 run: all
 	@scripts/run $(O)
 
+# The test plan's repeated commands, one variable each.  PYTEST runs a
+# suite as every stage does; suite_env gives a suite the binaries of the
+# build directory $(1) (default $(O)) and says whether they are sanitized.
+PYTEST    := /usr/bin/python3 -m pytest -q -p no:cacheprovider
+suite_env  = SANDBOXD_BIN=$(CURDIR)/$(or $(1),$(O))/sandboxd \
+             SANDBOXCTL_BIN=$(CURDIR)/$(or $(1),$(O))/sandboxctl \
+             SANDBOXD_SANITIZE=$(or $(2),$(SANITIZE))
+
 # One pass of the suites against the binaries in $(O).
 test-unit: $(UNIT_BINS)
 	@rc=0; for t in $(UNIT_BINS); do echo "== $$t"; $$t || rc=1; done; exit $$rc
@@ -157,31 +165,25 @@ test-unit: $(UNIT_BINS)
 # Every chunk the suite sends is recorded in $(O)/chunks/ for make test-audit.
 test-integration: all $(O)/tests/lua_meter $(TEST_DEPS)
 	@mkdir -p $(O)/chunks && rm -f $(O)/chunks/integration.jsonl
-	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(O)/sandboxctl \
-	LUA_METER=$(CURDIR)/$(O)/tests/lua_meter \
-	SANDBOXD_RECORD_CHUNKS=$(CURDIR)/$(O)/chunks/integration.jsonl \
-	SANDBOXD_SANITIZE=$(SANITIZE) SANDBOXD_SHARDS=$(SHARDS) \
-	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+	$(suite_env) LUA_METER=$(CURDIR)/$(O)/tests/lua_meter \
+	SANDBOXD_RECORD_CHUNKS=$(CURDIR)/$(O)/chunks/integration.jsonl SANDBOXD_SHARDS=$(SHARDS) \
+	$(PYTEST) tests/integration
 
 # The precision suite (tests/precision): realistic programs measured under
 # stock liblua5.3 by the harness built here (instructions, and the smallest
 # heap cap that completes them; cached in tests/precision/needs.json), each
 # run at twice its needs and at half of each; the verdicts are in
 # build/precision/report.md.
-.PHONY: test-precision
 test-precision: all $(TEST_DEPS)
 	@mkdir -p $(O)/precision
 	$(CC) $(CPPFLAGS) $(WARN) $(CFLAGS) -o $(O)/precision/measure tests/precision/measure.c \
 	  tests/precision/charges.c worker/charge.c worker/pattern.c \
 	  $(LDFLAGS) $(PKG_LIBS) -lm
-	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd PRECISION_MEASURE=$(CURDIR)/$(O)/precision/measure \
-	SANDBOXD_SANITIZE=$(SANITIZE) /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/precision
+	$(suite_env) PRECISION_MEASURE=$(CURDIR)/$(O)/precision/measure $(PYTEST) tests/precision
 
 # The Python client (client/python) against the daemon in $(O).
-.PHONY: test-python
 test-python: all $(TEST_DEPS)
-	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
-	/usr/bin/python3 -m pytest -q -p no:cacheprovider client/python/tests
+	$(suite_env) $(PYTEST) client/python/tests
 
 # A test build with -DSANDBOXD_TEST_HOOKS=1 (never installed): the Lua
 # environment gains sandboxd_test.syscall(nr), so a test can make a worker
@@ -189,9 +191,7 @@ test-python: all $(TEST_DEPS)
 HOOKS_O := build/hooks
 test-hooks: $(TEST_DEPS)
 	$(MAKE) O=$(HOOKS_O) EXTRA_CPPFLAGS=-DSANDBOXD_TEST_HOOKS=1 all
-	SANDBOXD_BIN=$(CURDIR)/$(HOOKS_O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(HOOKS_O)/sandboxctl \
-	SANDBOXD_SANITIZE=0 SANDBOXD_TEST_HOOKS=1 \
-	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration/test_hooks.py
+	$(call suite_env,$(HOOKS_O),0) SANDBOXD_TEST_HOOKS=1 $(PYTEST) tests/integration/test_hooks.py
 
 # The syscall audit (tests/audit, docs/security.md "The syscall audit"): a
 # test build with -DSANDBOXD_SYSCALL_AUDIT=1 (never installed) whose worker
@@ -202,13 +202,12 @@ test-hooks: $(TEST_DEPS)
 # test's (test_luadiff), and fails naming each forbidden call and the chunk
 # that made it.
 AUDIT_O := build/audit
-.PHONY: test-audit
 test-audit: $(TEST_DEPS)
 	$(MAKE) O=$(AUDIT_O) EXTRA_CPPFLAGS='-DSANDBOXD_SYSCALL_AUDIT=1 -DSANDBOXD_TEST_HOOKS=1' $(AUDIT_O)/sandboxd
 	$(MAKE) O=build build/tests/test_luadiff
-	SANDBOXD_BIN=$(CURDIR)/$(AUDIT_O)/sandboxd SANDBOXD_SANITIZE=0 \
+	$(call suite_env,$(AUDIT_O),0) \
 	AUDIT_RECORDINGS=$(CURDIR)/build/chunks AUDIT_LUADIFF=$(CURDIR)/build/tests/test_luadiff \
-	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/audit
+	$(PYTEST) tests/audit
 
 # sandboxd under a real systemd (tests/systemd): a Debian 12 root built once
 # with mmdebstrap (cached in build/systemd/root, rebuilt when
@@ -235,37 +234,22 @@ test-image: all $(TEST_DEPS)
 # its faults for SOAK_SECONDS.
 SOAK_SECONDS ?= 300
 test-reliability: all $(TEST_DEPS)
-	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
-	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/reliability
+	$(suite_env) $(PYTEST) tests/reliability
 
 soak: all $(TEST_DEPS)
-	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd /usr/bin/python3 tests/reliability/soak.py $(SOAK_SECONDS)
+	$(suite_env) /usr/bin/python3 tests/reliability/soak.py $(SOAK_SECONDS)
 
 # The Node packages with Node's own test runner against the daemon in $(O):
 # client/node (the npm package sandboxd), client/mcp (sandboxd-mcp, end to
 # end with real MCP servers from npm) and client/mcp/hosts (the bridge under
-# the MCP hosts people use), after a smoke run of bench/node_tools.mjs (tiny
-# counts: it only has to work) and tsc --noEmit on client/node's type
-# declarations and its typed usage file; then the same suites on Debian 12's Node 18
-# (scripts/node18 unpacks it into build/node18; skipped where there is none).
-# Every suite runs even when one before it failed.  scripts/npm-ci installs
-# each committed lock file, only when node_modules is missing or older than
-# the lock, and names the registry problem when it cannot.
+# the MCP hosts people use); scripts/test-node says what it runs, on which
+# Node.  scripts/npm-ci installs each committed lock file, only when
+# node_modules is missing or older than the lock, and names the registry
+# problem when it cannot.
 NODE_SUITES := client/node client/mcp client/mcp/hosts
 test-node: all $(TEST_DEPS) client/node/node_modules/.package-lock.json client/mcp/node_modules/.package-lock.json client/mcp/hosts/node_modules/.package-lock.json
 	$(MAKE) -C bench loadgen
-	@rc=0; echo "== bench/node_tools.mjs --smoke"; \
-	node bench/node_tools.mjs --smoke --sandboxd $(CURDIR)/$(O)/sandboxd || rc=1; \
-	echo "== client/node: tsc --noEmit"; \
-	(cd client/node && node node_modules/typescript/bin/tsc --noEmit -p .) || rc=1; \
-	for p in $(NODE_SUITES); do echo "== $$p"; \
-	  (cd $$p && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
-	   node --test test/*.test.mjs) || rc=1; done; \
-	if n18=$$(scripts/node18); then \
-	  for p in $(NODE_SUITES); do echo "== $$p on Node $$($$n18 --version)"; \
-	    (cd $$p && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXD_SANITIZE=$(SANITIZE) \
-	     $$n18 --test test/*.test.mjs) || rc=1; done; \
-	else echo "== Node 18: none here, skipped"; fi; exit $$rc
+	@$(suite_env) scripts/test-node $(NODE_SUITES)
 
 # Tool calls/s through the Node client against the C load generator, and the
 # latency execute_lua adds over its two MCP round trips (bench/node_tools.mjs).
@@ -289,7 +273,7 @@ client/mcp/hosts/node_modules/.package-lock.json: client/mcp/hosts/package-lock.
 # or across processes; tests/house shows that the check catches each.
 check-house: $(TEST_DEPS)
 	scripts/check-house
-	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/house
+	$(PYTEST) tests/house
 
 # make test: each stage is STAGE|BUILD|COMMAND; scripts/test-run runs every
 # one even when an earlier one failed, one at a time or TEST_JOBS at once
@@ -324,24 +308,21 @@ test: $(TEST_DEPS)
 # scripts/npm-ci's messages, the bench smoke where bubblewrap cannot run,
 # suites in a terminal) and of every command and example in the README,
 # run against the real daemon (tests/readme).
-.PHONY: test-tooling
 test-tooling: all $(TEST_DEPS)
 	$(MAKE) -C bench loadgen inproc
-	SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd SANDBOXCTL_BIN=$(CURDIR)/$(O)/sandboxctl \
-	SANDBOXD_SANITIZE=$(SANITIZE) /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-	tests/tooling tests/readme
+	$(suite_env) $(PYTEST) tests/tooling tests/readme
 
 # The Elixir client and Legion adapter (client/elixir) against the daemon in
 # $(O): ExUnit, offline (the mix project has no dependencies, so no Hex).  A
 # sanitizer report in a daemon's log fails the run.
 test-elixir: all $(TEST_DEPS)
-	cd client/elixir && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd MIX_ENV=test HEX_OFFLINE=1 \
+	cd client/elixir && $(suite_env) MIX_ENV=test HEX_OFFLINE=1 \
 	MIX_BUILD_ROOT=$(CURDIR)/$(O)/elixir mix test
 
 # What Sandboxd.Legion adds to the daemon's latency for an execute with one
 # tool call, against a C client in the same run (bench/elixir_legion.exs).
 bench-elixir: all $(TEST_DEPS)
-	cd client/elixir && SANDBOXD_BIN=$(CURDIR)/$(O)/sandboxd MIX_ENV=test HEX_OFFLINE=1 \
+	cd client/elixir && $(suite_env) MIX_ENV=test HEX_OFFLINE=1 \
 	MIX_BUILD_ROOT=$(CURDIR)/$(O)/elixir mix run ../../bench/elixir_legion.exs
 
 asan: $(TEST_DEPS)
@@ -373,7 +354,6 @@ mutation: $(TEST_DEPS)
 
 # The release's artefacts (scripts/dist): make deb the Debian package,
 # make dist every artefact with SHA256SUMS, all in dist/.
-.PHONY: deb dist
 deb: $(TEST_DEPS)
 	scripts/dist deb
 
@@ -383,9 +363,8 @@ dist: $(TEST_DEPS)
 # Every artefact of make dist tested from the artefact (tests/dist): the
 # client packages installed into a virtual environment and new npm
 # projects, their README examples run against the packaged daemon.
-.PHONY: test-dist
 test-dist: dist
-	/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/dist
+	$(PYTEST) tests/dist
 
 install: all
 	O=$(O) PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) scripts/install

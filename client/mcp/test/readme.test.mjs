@@ -280,7 +280,8 @@ const COMMANDS = {
   /** What make test-node runs here and in hosts/. */
   'node --test test/*.test.mjs': () => {
     assert.match(MAKEFILE, /^NODE_SUITES := client\/node client\/mcp client\/mcp\/hosts$/m);
-    assert.match(MAKEFILE, /\t   node --test test\/\*\.test\.mjs\)/);
+    assert.match(fs.readFileSync(path.join(REPO, 'scripts', 'test-node'), 'utf8'),
+                 /\(cd "\$p" && node --test test\/\*\.test\.mjs\)/);
   },
   /** The form that fails: run by hosts/test/inspector.test.mjs. */
   'npx @modelcontextprotocol/inspector --cli node sandboxd-mcp.js --config servers.json': inspector,

@@ -85,7 +85,9 @@ function nodeTest(cmd) {
     assert.equal(cmd.replace('SANDBOXD_BIN=/path/to/sandboxd ', ''), 'node --test test/*.test.mjs');
   }
   assert.match(MAKEFILE, /^NODE_SUITES := client\/node /m);
-  assert.match(MAKEFILE, /\(cd \$\$p && SANDBOXD_BIN=\$\(CURDIR\)\/\$\(O\)\/sandboxd SANDBOXD_SANITIZE=\$\(SANITIZE\) \\\n\t   node --test test\/\*\.test\.mjs\)/);
+  assert.match(MAKEFILE, /^\t@\$\(suite_env\) scripts\/test-node \$\(NODE_SUITES\)$/m);
+  assert.match(fs.readFileSync(path.join(REPO, 'scripts', 'test-node'), 'utf8'),
+               /\(cd "\$p" && node --test test\/\*\.test\.mjs\)/);
 }
 const COMMANDS = {
   'make run': makeTarget,
