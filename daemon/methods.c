@@ -358,7 +358,7 @@ void methods_request(struct conn *c, const struct rpc_msg *m)
                         json_string_length(m->id), RPC_ID_MAX);
         return;
     }
-    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
+    for (size_t i = 0; !t && i < sizeof methods / sizeof methods[0]; i++)
         if (strcmp(m->method, methods[i].name) == 0)
             t = &methods[i];
     if (!t) {
