@@ -1,8 +1,8 @@
 /*
  * test_luadiff.c - the worker's Lua library against stock Lua 5.3
  * (tests/diff/luadiff.h): generated programs at fixed seeds, every statement
- * compared with counting on and off; and the statements of issue 34's list,
- * each compared on its own.  LUADIFF_PROGRAMS overrides the count.
+ * compared with counting on and off; and the statements that once differed
+ * from stock, each compared on its own.  LUADIFF_PROGRAMS overrides the count.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,8 +38,9 @@ static void test_generated(void **state)
     assert_true(st.compared > st.statements * 9 / 10);
 }
 
-/* The differences issue 34 lists, and neighbours that must keep stock's
- * value. */
+/* Statements that once differed from stock (a wrapper paying before it
+ * validated, running __tostring early, an extra C frame, a seed-dependent
+ * name), and neighbours that must keep stock's value. */
 static void test_listed(void **state)
 {
     static const char *const cases[] = {
