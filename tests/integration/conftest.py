@@ -29,6 +29,7 @@ checkout that user cannot enter (a clone under /root).
 
 import os
 import re
+import signal
 import sys
 import time
 
@@ -233,6 +234,15 @@ class Daemon(launch.Daemon):
         it has just forked bears its name until the worker renames itself,
         but stays in the zygote's session)."""
         return [c for c in self.children() if c[1] == "sandboxd-zygote" and session_of(c[0]) == c[0]]
+
+    def kill_zygotes(self):
+        """SIGKILL every live zygote (one already gone is no error)."""
+        for pid, _, state, _ in self.zygotes():
+            if state != "Z":
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
     def wait_for_workers(self, n=1, timeout=60.0 * SCALE):
         """Wait until at least n workers exist; return their pids.  The wait

@@ -428,17 +428,10 @@ def test_watchdog_only_while_workers_can_be_started(daemon_factory, notify_socke
                        "sandboxd_cannot_start_workers_since_seconds": 0,
                        "sandboxd_worker_start_failures": 0}, metrics
 
-    def kill_zygotes():
-        for pid, _, state, _ in d.zygotes():
-            if state != "Z":
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
     t_down = time.time()
     deadline = time.monotonic() + sbx.SAFETY_NET
     while True:                                 # the third failure in a row
-        kill_zygotes()
+        d.kill_zygotes()
         health, metrics = scrape_health(c)
         if not health["can_start_workers"]:
             break
@@ -454,7 +447,7 @@ def test_watchdog_only_while_workers_can_be_started(daemon_factory, notify_socke
     _drain(n.sock)
     quiet = time.monotonic() + 1.5
     while time.monotonic() < quiet:             # still down: not one ping
-        kill_zygotes()
+        d.kill_zygotes()
         assert not [m for m in _drain(n.sock) if m == b"WATCHDOG=1"], d.stderr[-2000:]
         time.sleep(0.005)
     later, _ = scrape_health(c)

@@ -5,7 +5,6 @@ workers since when), 2 for a usage error."""
 
 import os
 import re
-import signal
 import socket
 import time
 
@@ -68,20 +67,13 @@ def test_health_fails_while_workers_cannot_be_started_then_recovers(daemon_facto
     d = daemon_factory(daemon={"pool_size": 1})
     assert health(d.socket_path).returncode == 0
 
-    def kill_zygotes():
-        for pid, _, state, _ in d.zygotes():
-            if state != "Z":
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
     c = d.client()
     deadline = time.monotonic() + sbx.SAFETY_NET
     while c.call("describe").result["state"]["can_start_workers"]:
-        kill_zygotes()
+        d.kill_zygotes()
         assert time.monotonic() < deadline, d.stderr[-2000:]
         time.sleep(0.005)
-    kill_zygotes()
+    d.kill_zygotes()
     p = health(d.socket_path)
     state = c.call("describe").result["state"]
     assert p.returncode == 1, (out(p), err(p), state)
