@@ -296,6 +296,7 @@ static int tool_step(lua_State *L, int n)
         }
         while (c->outstanding >= c->max_parallel)
             read_answer(c);             /* frees a slot; the answer is kept */
+        luaenv_output_flush(luaenv_from(L));    /* output printed before the call first */
         k = send_call(c, tool, fn, *box);   /* takes the arguments */
         *box = NULL;
         lua_pushinteger(L, k);

@@ -464,17 +464,56 @@ static int w_tunpack(lua_State *L)
     return (int)span + 1;
 }
 
-/* table.sort is the stock function: a __len metamethod runs twice (here
- * and there), the one difference from stock Lua left (docs/protocol.md). */
+/* The comparison table.sort makes when the table it sorts has a __len:
+ * pays for itself, then compares as stock would, by the caller's function
+ * (upvalue 3) or by < (upvalue 3 nil).  Upvalues 1 and 2 are w_sort's. */
+static int sort_compare(lua_State *L)
+{
+    if (!MUTANT(SORT_COMPARE))
+        pay_ahead(L, CHARGE_SORT_COMPARE);
+    if (lua_isnil(L, lua_upvalueindex(3))) {
+        lua_pushboolean(L, lua_compare(L, 1, 2, LUA_OPLT));
+        return 1;
+    }
+    lua_pushvalue(L, lua_upvalueindex(3));
+    lua_insert(L, 1);
+    lua_call(L, 2, 1);
+    return 1;
+}
+
+/* table.sort is the stock function, paid before it sorts by the length of
+ * the table.  A table with a __len metamethod is not measured here (that
+ * would run the metamethod a second time, where stock runs it once): its
+ * comparisons pay as they are made instead.  A Lua comparator pays by its
+ * own instructions, at least one a comparison, for a bounded amount of
+ * work in the stock function; < or a C function is replaced by
+ * sort_compare, which the stock function calls as it would the caller's
+ * (one C call level deeper than stock's comparison).  An argument stock
+ * refuses goes to it untouched. */
 static int w_sort(lua_State *L)
 {
-    lua_Integer n = lua_type(L, 1) == LUA_TTABLE ? luaL_len(L, 1) : 0;
-
-    if (n > 1 && n < INT_MAX && (lua_isnoneornil(L, 2) || lua_type(L, 2) == LUA_TFUNCTION)) {
-        uint64_t levels = 0;
-        while (levels < 63 && ((lua_Integer)1 << levels) < n)
-            levels++;
-        pay(L, (uint64_t)n * levels * CHARGE_SORT_LEVEL);
+    if (lua_type(L, 1) != LUA_TTABLE || !(lua_isnoneornil(L, 2) || lua_type(L, 2) == LUA_TFUNCTION))
+        return stock(L);
+    if (luaL_getmetafield(L, 1, "__len") != LUA_TNIL) {
+        lua_pop(L, 1);
+        if (!lua_isnoneornil(L, 2) && !lua_iscfunction(L, 2))
+            return stock(L);
+        lua_settop(L, 2);
+        lua_pushvalue(L, lua_upvalueindex(1));
+        lua_pushvalue(L, lua_upvalueindex(2));
+        lua_pushvalue(L, 2);
+        lua_pushcclosure(L, sort_compare, 3);
+        lua_replace(L, 2);
+        return stock(L);
+    }
+    {
+        lua_Integer n = luaL_len(L, 1);     /* the raw length: no code runs */
+        if (n > 1 && n < INT_MAX) {
+            uint64_t levels = 0;
+            while (levels < 63 && ((lua_Integer)1 << levels) < n)
+                levels++;
+            pay(L, (uint64_t)n * levels * CHARGE_SORT_LEVEL);
+        }
     }
     return stock(L);
 }

@@ -40,14 +40,18 @@
  *                 call raises, and at the step that takes the count past
  *                 struct charge's room.
  *   sorting       table.sort of n values: n * ceil(log2 n) *
- *                 CHARGE_SORT_LEVEL, before it sorts
+ *                 CHARGE_SORT_LEVEL, before it sorts; of a table with a
+ *                 __len metamethod (which only the stock function runs):
+ *                 CHARGE_SORT_COMPARE per comparison by < or a C function,
+ *                 before it is made (a Lua comparator's instructions pay)
  *   conversions   os.date's conversions (strftime): CHARGE_DATE_CONVERSION
  *                 for each '%' of the format
  *
  * A function's charge for one call is less CHARGE_FREE, its free part,
  * which the call's own instruction pays for (so small calls cost only that
  * instruction), except where it pays as it goes (the pattern functions,
- * table.concat and table.move of a table with a metatable, load's source).
+ * table.concat and table.move of a table with a metatable, table.sort of a
+ * table with a __len, load's source).
  * A charge is paid only for work stock would do: each function checks its
  * arguments as stock does, in stock's order, before it pays, so an argument
  * stock refuses is the same catchable error here, never a spent budget.
@@ -125,6 +129,7 @@
 #define CHARGE_MATCH_STEPS  1   /* pattern matcher steps per reduction */
 #define CHARGE_TABLE_VALUE  4   /* reductions per value moved in or read from a table */
 #define CHARGE_SORT_LEVEL   4   /* reductions per value per level of a sort */
+#define CHARGE_SORT_COMPARE 4   /* reductions per comparison of a sort that pays as it goes */
 #define CHARGE_DATE_CONVERSION 64   /* reductions per conversion of os.date */
 #define CHARGE_FREE         8   /* reductions of a call's charge that are free */
 

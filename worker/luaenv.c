@@ -458,6 +458,7 @@ void luaenv_apply(struct luaenv *e, const struct luaenv_limits *lim)
     e->output_max = lim->max_output_bytes;
     e->output_sent = 0;
     e->output_truncated = 0;
+    e->outbuf_len = 0;
 
     /* Buffers (luaL_Buffer) grow without the emergency collection that
      * Lua-managed blocks get, so near a cap garbage must not pile up. */
@@ -572,6 +573,7 @@ int luaenv_in_load(lua_State *L)
 
 void luaenv_finish(struct luaenv *e)
 {
+    luaenv_output_flush(e);
     e->charging = 0;
     e->max_heap = 0;
     e->string_cap = (size_t)-1 / 2;
@@ -664,6 +666,27 @@ int luaenv_rethrow(lua_State *L)
     return lua_error(L);
 }
 
+/* Send s[0..len), already counted in output_sent, as frames. */
+static void output_send(struct luaenv *e, const char *s, size_t len)
+{
+    while (len > 0 && e->output_fd >= 0) {
+        size_t n = len < CHAN_OUTPUT_MAX ? len : CHAN_OUTPUT_MAX;
+        if (chan_send(e->output_fd, CHAN_OUTPUT, s, n) != 0) {
+            e->output_fd = -1;          /* the reader is gone: stop trying */
+            e->output_truncated = 1;
+            return;
+        }
+        s += n;
+        len -= n;
+    }
+}
+
+void luaenv_output_flush(struct luaenv *e)
+{
+    output_send(e, e->outbuf, e->outbuf_len);
+    e->outbuf_len = 0;
+}
+
 void luaenv_output(struct luaenv *e, const char *s, size_t len)
 {
     size_t room;
@@ -678,15 +701,18 @@ void luaenv_output(struct luaenv *e, const char *s, size_t len)
         len = room;
         e->output_truncated = 1;
     }
-    while (len > 0) {
-        size_t n = len < CHAN_OUTPUT_MAX ? len : CHAN_OUTPUT_MAX;
-        if (e->output_fd >= 0 && chan_send(e->output_fd, CHAN_OUTPUT, s, n) != 0) {
-            e->output_truncated = 1;    /* the reader is gone: stop trying */
-            return;
-        }
-        s += n;
-        len -= n;
-        e->output_sent += n;
+    e->output_sent += len;
+    if (len <= sizeof e->outbuf - e->outbuf_len) {
+        memcpy(e->outbuf + e->outbuf_len, s, len);
+        e->outbuf_len += len;
+        return;
+    }
+    luaenv_output_flush(e);             /* keep the order: what is buffered first */
+    if (len <= sizeof e->outbuf) {
+        memcpy(e->outbuf, s, len);
+        e->outbuf_len = len;
+    } else {
+        output_send(e, s, len);
     }
 }
 

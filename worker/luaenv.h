@@ -28,9 +28,10 @@
  *   setmetatable    refuses a metatable with a __gc field
  *   collectgarbage  "count" is real; every other option returns 0
  *   print           the global tostring of each argument (stock's checks and
- *                   messages), tab separated, newline; each call
- *                   is sent at once as CHAN_OUTPUT frames, up to
- *                   max_output_bytes, then dropped (output_truncated)
+ *                   messages), tab separated, newline, each piece written as
+ *                   stock writes it; each line is sent as CHAN_OUTPUT frames
+ *                   when complete, up to max_output_bytes, then dropped
+ *                   (output_truncated)
  *   string.rep, table.concat   pre-check the result size against the string
  *                   cap and raise the catchable "resulting string too large";
  *                   large results are built with lua_concat (string.rep by
@@ -125,6 +126,8 @@ struct luaenv_stats {
     int      output_truncated;
 };
 
+#define LUAENV_OUTBUF 4096      /* print's output buffer (luaenv_output) */
+
 struct luaenv {                 /* read by luaenv*.c only; others use the functions */
     lua_State *L;
     /* allocator */
@@ -154,8 +157,10 @@ struct luaenv {                 /* read by luaenv*.c only; others use the functi
     unsigned hook_ticks;
     /* print */
     int      output_fd;
-    size_t   output_max, output_sent;
+    size_t   output_max, output_sent;   /* output_sent: sent and buffered */
     int      output_truncated;
+    size_t   outbuf_len;
+    char     outbuf[LUAENV_OUTBUF];
 };
 
 enum { LUAENV_REFUSED_NONE = 0, LUAENV_REFUSED_HEAP, LUAENV_REFUSED_STRING,
@@ -200,9 +205,9 @@ void luaenv_charge(lua_State *L, uint64_t units);
  * as `refused`, which the verdict names. */
 void luaenv_charge_ahead(lua_State *L, uint64_t units);
 
-/* After the chunk has returned and before results are converted in C: lift
- * the heap cap, stop charges and remove the hook.  No Lua may run after
- * this. */
+/* After the chunk has returned and before results are converted in C: send
+ * the buffered output, lift the heap cap, stop charges and remove the hook.
+ * No Lua may run after this. */
 void luaenv_finish(struct luaenv *e);
 
 enum luaenv_fatal luaenv_fatal(const struct luaenv *e);
@@ -261,8 +266,16 @@ int luaenv_is_fatal_error(lua_State *L, int idx);
 void luaenv_loading(lua_State *L, int delta);
 int luaenv_in_load(lua_State *L);
 
-/* Output of print: send s[0..len) as CHAN_OUTPUT frames within the cap. */
+/* Output of print: s[0..len) into the output buffer, within the cap
+ * (max_output_bytes counts what is sent and what is buffered; the rest is
+ * dropped and output_truncated set).  A full buffer is sent at once. */
 void luaenv_output(struct luaenv *e, const char *s, size_t len);
+/* Send the buffered output as CHAN_OUTPUT frames.  print calls it after its
+ * newline, calls.c before a tool call (so the client sees output and calls
+ * in the chunk's order), luaenv_finish() at the chunk's end (a print that
+ * failed midway leaves its first arguments buffered, as stock leaves them
+ * in stdout). */
+void luaenv_output_flush(struct luaenv *e);
 
 /* Internal to luaenv*.c: install the replacement functions (luaenv_lib.c)
  * into the globals at the top of the stack. */

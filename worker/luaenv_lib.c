@@ -407,42 +407,32 @@ static int sb_collectgarbage(lua_State *L)
 static int sb_print(lua_State *L)
 {
     struct luaenv *e = luaenv_from(L);
-    int i, n = lua_gettop(L), host;
-    luaL_Buffer b;
+    int i, n = lua_gettop(L);
     const char *s;
     size_t len;
 
-    if (e->output_truncated)
-        return 0;               /* nothing more would be sent */
-    /* Every argument's text first, by the global tostring as stock print
-     * does (a __tostring may fail), then the line: nothing is copied for a
-     * print that fails.  The line is not charged (charge.h): what print
-     * copies is bounded by max_output_bytes, since once the output is cut
-     * print does nothing. */
+    /* Each argument is written as soon as the global tostring has made its
+     * text, as stock print writes to stdout: a later argument whose
+     * conversion fails leaves the earlier ones written, and a conversion
+     * that prints writes after them.  The bytes go to the output buffer,
+     * sent when the line is complete (luaenv_output_flush); nothing is
+     * copied into the Lua heap, and the buffer never holds more than
+     * max_output_bytes, so print needs no charge (charge.h). */
     lua_getglobal(L, "tostring");
     for (i = 1; i <= n; i++) {
         lua_pushvalue(L, n + 1);
         lua_pushvalue(L, i);
         lua_call(L, 1, 1);
-        if (lua_type(L, -1) != LUA_TSTRING && !lua_isnumber(L, -1))
+        s = lua_tolstring(L, -1, &len);
+        if (s == NULL)
             return luaL_error(L, "'tostring' must return a string to 'print'");
-        lua_tolstring(L, -1, NULL);
-        lua_replace(L, i);
-    }
-    lua_settop(L, n);
-    luaL_buffinit(L, &b);
-    for (i = 1; i <= n; i++) {
         if (i > 1)
-            luaL_addchar(&b, '\t');
-        lua_pushvalue(L, i);
-        luaL_addvalue(&b);
+            luaenv_output(e, "\t", 1);
+        luaenv_output(e, s, len);
+        lua_pop(L, 1);
     }
-    luaL_addchar(&b, '\n');
-    host = luaenv_host_begin(L);
-    luaL_pushresult(&b);
-    luaenv_host_end(L, host);
-    s = lua_tolstring(L, -1, &len);
-    luaenv_output(e, s, len);
+    luaenv_output(e, "\n", 1);
+    luaenv_output_flush(e);
     return 0;
 }
 

@@ -178,12 +178,12 @@ static const char *const V_READER[] = {
  * sources here are text, and a mode without "t" refuses them as stock does. */
 static const char *const V_MODE[] = {"'t'", "'bt'", "nil", "{}", "true", "'b'", "'x'", "''"};
 
-/* table.sort is the stock function behind a wrapper that takes #t first: a
- * __len metamethod runs twice (docs/protocol.md), so its tables have none. */
+/* table.sort's tables, with and without a __len (which stock runs once). */
 static const char *const V_SORT[] = {
     "{}", "{3, 1, 2}", "{'b', 'a', 'c', 'a'}", "{1, 'x', 3}", "{1, nil, 3}", "{1.5, 2, -1}",
     "LT(1)", "LT(2)", "{0/0, 1, 0/0}", "setmetatable({}, {__index = function() return 1 end})",
-    "NIE(1)", "TS(1)",
+    "NIE(1)", "TS(1)", "LEN(3)", "LEN(2)", "LEN(0)", "LEN(4)", "LENE(1)", "LENE(2)", "IX(3, 1)",
+    "IX(2, 'a')", "IXE(1)", "IXE(2)",
 };
 
 /* string.rep's count: small ones (and bad types).  A huge one is a string
@@ -296,6 +296,8 @@ static const char *const DEPTH[] = {
     " local f, e = load(r) return n, f, e",
     "local n, c = 0 c = function(a, b) n = n + 1 table.sort({2, 1}, c) return a < b end"
     " local ok, e = pcall(table.sort, {2, 1}, c) return n, ok, e",
+    "local n, c = 0 c = function(a, b) n = n + 1 table.sort(LEN(3), c) return a < b end"
+    " local ok, e = pcall(table.sort, LEN(3), c) return n, ok, e",
     "local n, f = 0 f = function() n = n + 1 pcall(f) end f() return n",
     "local n, f = 0 f = function() n = n + 1 xpcall(f, H) end f() return n",
     "local n, f = 0 f = function() n = n + 1 return coroutine.wrap(f)() end local ok, e = pcall(f) return n, e",

@@ -167,6 +167,9 @@ NEIGHBOURS = {
     "sort": "local t = {} for i = 1, 10000 do t[i] = (i * 7919) % 10007 end table.sort(t) "
             "local r = {} for i = 1, 300 do r[i] = {k = i % 17, n = 'n' .. i} end "
             "table.sort(r, function(a, b) return a.n < b.n end) return t[1], t[10000], r[1].n",
+    "sort-len": "local n = 0 local t = setmetatable({}, {__len = function(s) n = n + 1 "
+                "return rawlen(s) end}) for i = 1, 2000 do t[i] = (i * 7919) % 10007 end "
+                "table.sort(t) return n, t[1], t[2000]",
     "load": "local f = load('local s = 0 for i = 1, 100 do s = s + i end return s') return f()",
     "tonumber": "local n = 0 for i = 1, 1000 do n = n + tonumber(tostring(i)) end "
                 "return n, tonumber('0x1F'), tonumber('z', 36)",
@@ -203,6 +206,21 @@ def test_neighbours_complete_at_twice_their_needs(client, name):
         r = client.execute(code, limits={"max_reductions": need // 2},
                            timeout_ms=20000 * sbx.SCALE)
         assert r.kind == "reductions_limit", (name, need, r)
+
+
+def test_sort_of_a_table_with_len_pays_each_comparison(client):
+    """table.sort of a table whose __len claims 2^31 - 2 values, compared by
+    a C function: no Lua instruction runs, only the comparisons' charge
+    can end it."""
+    code = ("local t = setmetatable({}, {__len = function() return 2147483646 end, "
+            "__index = {}}) table.sort(t, %s) return 1")
+    for cmp in ("math.type", "nil"):
+        r = client.execute(code % cmp, limits={"max_reductions": 1000000},
+                           timeout_ms=60000 * sbx.SCALE)
+        if cmp == "nil":    # < on nil: stock's error, before the budget
+            assert r.kind == "runtime_error" and "attempt to compare two nil values" in r.message, r
+        else:
+            assert r.kind == "reductions_limit", r
 
 
 def test_endless_charge_refused(client):
