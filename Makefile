@@ -298,7 +298,7 @@ TEST_STAGES := \
   'elixir client|build|$(MAKE) O=build test-elixir' \
   'elixir client|build/asan|$(MAKE) O=build/asan SANITIZE=1 test-elixir' \
   'bench smoke|build|$(MAKE) -C bench O=$(CURDIR)/build smoke' \
-  'fuzz, 10 s a target|build/fuzz|FUZZ_JOBS=2 tests/fuzz/run.sh 10' \
+  'fuzz, 5 s a target|build/fuzz|FUZZ_JOBS=2 tests/fuzz/run.sh 5' \
   'precision|build|$(MAKE) O=build test-precision' \
   'tooling, README|build|$(MAKE) O=build test-tooling'
 test: $(TEST_DEPS)
@@ -342,7 +342,7 @@ bench: all $(TEST_DEPS)
 	$(MAKE) -C bench O=$(CURDIR)/$(O)
 
 # Coverage-guided fuzzing of the parsers that see hostile bytes (tests/fuzz/):
-# FUZZ_SECONDS per target.  make test runs a 10-second pass of each.
+# FUZZ_SECONDS per target.  make test runs a 5-second pass of each.
 FUZZ_SECONDS ?= 60
 fuzz: $(TEST_DEPS)
 	FUZZ_JOBS=2 tests/fuzz/run.sh $(FUZZ_SECONDS)

@@ -711,6 +711,7 @@ def make_install(dest, **env):
                           capture_output=True, text=True, env=e, timeout=300)
 
 
+@pytest.mark.skipif(SANITIZE, reason="tests the Makefile, not the daemon: the normal build's run covers it")
 def test_make_install_into_destdir(tmp_path):
     dest = str(tmp_path / "root")
     p = make_install(dest)
@@ -1134,6 +1135,7 @@ def _fresh_checkout(dest):
             shutil.copy2(src, dst)
 
 
+@pytest.mark.skipif(SANITIZE, reason="tests the Makefile, not the daemon: the normal build's run covers it")
 def test_first_make_on_a_fresh_machine(tmp_path):
     """A fresh machine has no pkg-config until scripts/install-deps ran: the
     build flags must not be taken before it, the second make has nothing to

@@ -154,15 +154,17 @@ def test_a_bad_test_jobs_is_refused():
 def test_one_stage_at_a_time_unless_asked(tmp_path):
     """Without TEST_JOBS the stages run in turn: the first one waits in
     vain for what the second would make."""
-    p = run("first|build|%s" % wait_for(tmp_path / "b").replace("300", "20"),
+    p = run("first|build|%s" % wait_for(tmp_path / "b", 20),
             "second|build/asan|touch %s" % (tmp_path / "b"))
     assert rows(p.stdout)[("first", "build")][4] == "FAILED (exit 1)", p.stdout
     assert rows(p.stdout)[("second", "build/asan")][4] == "ok"
 
 
-def wait_for(path):
-    """A stage command: wait up to 30 s for path, exit 1 if it never comes."""
-    return "i=0; until test -e %s; do i=$((i+1)); test $i -lt 300 || exit 1; sleep 0.1; done" % path
+def wait_for(path, tenths=300):
+    """A stage command: wait up to tenths / 10 s for path, exit 1 if it never
+    comes."""
+    return ("i=0; until test -e %s; do i=$((i+1)); test $i -lt %d || exit 1; sleep 0.1; done"
+            % (path, tenths))
 
 
 def test_two_lanes_run_stages_of_different_builds_at_once(tmp_path):
@@ -191,7 +193,10 @@ def test_stages_of_one_build_never_overlap_and_keep_their_order(tmp_path):
     assert run(*stages, jobs=2).returncode == 0
     os.unlink(first)
     os.unlink(other)
-    p = run(*stages, jobs=1)      # one lane: `first` waits for `other` in vain
+    # one lane: `first` waits for `other` in vain (2 s: the lanes above
+    # needed 30 s of patience only against a slow start)
+    stages = ("first|build|%s; touch %s" % (wait_for(other, 20), first),) + stages[1:]
+    p = run(*stages, jobs=1)
     assert rows(p.stdout)[("first", "build")][4] == "FAILED (exit 1)"
     assert rows(p.stdout)[("second", "build")][4] == "FAILED (exit 1)"
 
