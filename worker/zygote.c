@@ -190,11 +190,12 @@ void zygote_main(int argc, char **argv)
     if (opts.unshare_flags && unshare(opts.unshare_flags) == 0)
         opts.unshare_flags = 0;
     wipe_environment(argc, argv);
-    /* Performance: read the time zone once here, with the TZ
-     * value contain.c's warm_up() sets (WORKER_TZ); its tzset() in each
-     * worker then finds TZ unchanged and skips the file (~20 us). */
-    setenv("TZ", ":/etc/localtime", 1);
-    tzset();
+    /* Performance: glibc's one-time work (the time zone, malloc's large
+     * blocks) once here, not in each worker (contain.h). */
+    if (contain_warm_up() < 0) {
+        log_err("zygote: glibc warm-up: %s", strerror(errno));
+        _exit(1);
+    }
     /* jansson seeds its hash function from /dev/urandom on first use; do it
      * here, where open() is still allowed, not in a worker under seccomp. */
     json_object_seed(0);

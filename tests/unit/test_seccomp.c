@@ -88,6 +88,8 @@ struct spawn_opts {
     int unshare_flags;         /* root only: namespaces to unshare */
     gid_t extra_group;         /* root only: a supplementary group to drop */
     struct layout layout;
+    int warm;                  /* the child runs contain_warm_up() first, as the zygote */
+    const char *const *env;    /* else, if set: the child's whole environment */
 };
 
 /* Exit code of a child whose contain_worker() failed with errno e. */
@@ -157,6 +159,14 @@ child_main(int chan, int devnull, const struct spawn_opts *so, child_body body)
     };
     if (so->drop_privs && so->extra_group && setgroups(1, &so->extra_group) < 0)
         _exit(126);
+    if (so->warm && contain_warm_up() < 0)
+        _exit(126);
+    if (so->env) {
+        clearenv();
+        for (const char *const *e = so->env; *e; e++)
+            if (putenv((char *)*e) != 0)
+                _exit(126);
+    }
     if (contain_worker(chan, &o) < 0)
         _exit(CONTAIN_FAILED(errno));
     _exit(body ? body() : 0);
@@ -934,16 +944,17 @@ static int body_check_state(void)
     return write_str(WORKER_CHAN_FD, bad[0] ? bad : "ok") == 0 ? 0 : 1;
 }
 
-/* Spawn body_check_state with layout l; extra fds are open in the parent
- * (and so inherited) while forking. */
-static void check_state_with_layout(struct layout l)
+/* Spawn body_check_state with so; extra fds are open in the parent (and so
+ * inherited) while forking. */
+static void check_state(const struct spawn_opts *so_in)
 {
-    const struct spawn_opts so = { .no_seccomp = 1, .layout = l };
+    struct spawn_opts so = *so_in;
     int extra[2], sock;
     char buf[512] = "";
     assert_int_equal(pipe(extra), 0);          /* inherited: no CLOEXEC */
     int high = fcntl(extra[0], F_DUPFD, 200);
     assert_true(high >= 200);
+    so.no_seccomp = 1;
     pid_t pid = spawn(body_check_state, &so, &sock);
     close(extra[0]);
     close(extra[1]);
@@ -956,10 +967,38 @@ static void check_state_with_layout(struct layout l)
     close(sock);
 }
 
+static void check_state_with_layout(struct layout l)
+{
+    check_state(&(struct spawn_opts){ .layout = l });
+}
+
 static void test_contain_state(void **state)
 {
     (void)state;
     check_state_with_layout(default_layout);
+}
+
+/* Forked from a process that ran contain_warm_up(), as a worker from the
+ * zygote: the same state, the warm-up's environment kept. */
+static void test_contain_state_after_warm_up(void **state)
+{
+    (void)state;
+    check_state(&(struct spawn_opts){ .layout = default_layout, .warm = 1 });
+}
+
+/* Only exactly the warm-up's environment is kept: TZ with another value, or
+ * one variable beside it, and the worker clears it and sets TZ again. */
+static void test_contain_clears_any_other_environment(void **state)
+{
+    static const char *const other_tz[] = { "TZ=UTC", NULL };
+    static const char *const one_more[] = { "TZ=:/etc/localtime", "SECRET=1", NULL };
+    static const char *const one_before[] = { "SECRET=1", "TZ=:/etc/localtime", NULL };
+    static const char *const empty[] = { NULL };
+    (void)state;
+    check_state(&(struct spawn_opts){ .layout = default_layout, .env = other_tz });
+    check_state(&(struct spawn_opts){ .layout = default_layout, .env = one_more });
+    check_state(&(struct spawn_opts){ .layout = default_layout, .env = one_before });
+    check_state(&(struct spawn_opts){ .layout = default_layout, .env = empty });
 }
 
 /* /dev/null already on fd 3, the channel elsewhere: they must not clobber
@@ -1361,6 +1400,8 @@ int main(void)
         cmocka_unit_test(test_mmap_fixed),
         cmocka_unit_test(test_i386_abi),
         cmocka_unit_test(test_contain_state),
+        cmocka_unit_test(test_contain_state_after_warm_up),
+        cmocka_unit_test(test_contain_clears_any_other_environment),
         cmocka_unit_test(test_contain_devnull_on_fd3),
         cmocka_unit_test(test_contain_chan_on_fd0),
         cmocka_unit_test(test_contain_chan_on_fd3),
