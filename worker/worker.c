@@ -857,10 +857,34 @@ static int run_job(struct job *job, lua_CFunction f)
             (job->snapshot && strcmp(kind, "bindings_too_large") == 0));
 }
 
+/*
+ * Performance: a pooled worker waits for its job with the pages that job
+ * will write first made its own, so their faults are not on the
+ * execution's path: a block of WARM_HEAP bytes taken from the heap and
+ * written (malloc keeps it as its top when freed: below the trim
+ * threshold), and the vDSO's data page mapped by one reading of the clock.
+ * With the zygote's warm-up (contain_warm_up) a trivial execution's worker
+ * faulted ~15 times after its job arrived; with these, ~10.
+ */
+#define WARM_HEAP ((size_t)64 << 10)
+
+static void prepare_for_job(void)
+{
+    struct timespec ts;
+    char *p = malloc(WARM_HEAP);
+
+    if (p != NULL) {
+        memset(p, 0, WARM_HEAP);
+        free(p);
+    }
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+}
+
 void worker_run(struct luaenv *env, int fd)
 {
     struct job job = {.env = env, .fd = fd};
 
+    prepare_for_job();
     read_job(&job, 1);
     apply_limits(&job, 1);
     TRACE(TR_W_READY);
