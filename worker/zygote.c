@@ -67,42 +67,6 @@ static void handover(int zfd, pid_t pid, int err, int fd)
     }
 }
 
-/*
- * Performance: fork(2) does not copy the page-table entries of a private
- * file mapping that has no anonymous page (the kernel's vma_needs_copy: a
- * fault will fill them), so every worker faulted in again the code and
- * read-only data of the zygote's binary and libraries that it ran: about 25
- * of a trivial execution's 51 faults, each ~10 us on a VM whose faults
- * trap to the hypervisor.  One byte of each such mapping written back to
- * itself through /proc/self/mem (a forced copy-on-write, as a debugger sets
- * a breakpoint; no mapping is made writable, so MemoryDenyWriteExecute
- * allows it) gives the mapping an anonymous page, and from then on fork
- * copies its entries.  The byte's page becomes private to the zygote with
- * the same contents.  Where /proc/self/mem cannot be written (no /proc, a
- * kernel that refuses forced writes), nothing changes but the cost.
- */
-static void copy_file_ptes_on_fork(void)
-{
-    FILE *maps = fopen("/proc/self/maps", "re");
-    int mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
-    char line[512];
-
-    while (maps && mem >= 0 && fgets(line, sizeof line, maps)) {
-        unsigned long lo, hi;
-        char perm[5], c;
-        if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) != 3 || !strchr(line, '/'))
-            continue;                   /* not a file mapping */
-        if (perm[0] != 'r' || perm[1] != '-' || perm[3] != 'p')
-            continue;                   /* writable ones get anonymous pages anyway */
-        if (pread(mem, &c, 1, (off_t)lo) == 1)
-            (void)pwrite(mem, &c, 1, (off_t)lo);
-    }
-    if (maps)
-        fclose(maps);
-    if (mem >= 0)
-        close(mem);
-}
-
 static void spawn_worker(int zfd, struct luaenv *env, const struct contain_opts *opts)
 {
     int sv[2];
@@ -256,7 +220,6 @@ void zygote_main(int argc, char **argv)
      * state was built, once, here.  Otherwise the first large malloc in each
      * worker (contain.c's warm-up) walks and rewrites them all: ~7% of a
      * worker's CPU time, in copy-on-write faults mostly. */
-    copy_file_ptes_on_fork();
     malloc_trim(0);
     for (;;) {
         char c;
