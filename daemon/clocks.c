@@ -4,7 +4,9 @@
  */
 #include "daemon/clocks.h"
 
+#include "common/log.h"
 #include "daemon/answer.h"
+#include "daemon/sched.h"
 #include "daemon/sup.h"
 #include "daemon/wproc.h"
 #include "proto/mutant.h"
@@ -58,6 +60,33 @@ static void cpu_cb(struct ev_loop *loop, ev_timer *t, int revents)
     ev_timer_start(loop, t);
 }
 
+/* Has the worker taken its job?  Looked at again while it shows life; a
+ * stuck one loses the job, which the scheduler hands on at once. */
+static void handover_cb(struct ev_loop *loop, ev_timer *t, int revents)
+{
+    struct exec *e = t->data;
+    struct sup *s = e->sup;
+    (void)revents;
+
+    if (!e->w)
+        return;
+    switch (wproc_job_look(e->w)) {
+    case WT_TAKEN:
+        exec_job_taken(e);
+        return;
+    case WT_MOVING:
+        log_debug("exec seq=%llu: worker %d has not taken its job after %.1f ms; looking again",
+                  (unsigned long long)e->seq, (int)e->w->pid, (ev_now(loop) - e->t_start) * 1e3);
+        ev_timer_set(t, HANDOVER_LOOK, 0.);
+        ev_timer_start(loop, t);
+        return;
+    case WT_STILL:
+        exec_event(e, XE_STUCK, NULL);
+        sched_pump(s);
+        return;
+    }
+}
+
 static void idle_cb(struct ev_loop *loop, ev_timer *t, int revents)
 {
     (void)loop; (void)revents;
@@ -94,11 +123,19 @@ void clocks_init(struct exec *e)
     e->stream_timer.data = e;
     ev_timer_init(&e->idle_timer, idle_cb, 0., 0.);
     e->idle_timer.data = e;
+    ev_timer_init(&e->handover, handover_cb, 0., 0.);
+    e->handover.data = e;
 }
 
 void clocks_wait(struct exec *e)
 {
     arm_once(e, &e->deadline, e->lim.timeout_ms);
+}
+
+void clocks_handover(struct exec *e)
+{
+    ev_timer_set(&e->handover, HANDOVER_LOOK, 0.);
+    ev_timer_start(e->sup->loop, &e->handover);
 }
 
 void clocks_idle(struct exec *e)
@@ -114,4 +151,5 @@ void clocks_stop(struct exec *e)
     ev_timer_stop(e->sup->loop, &e->deadline);
     ev_timer_stop(e->sup->loop, &e->cpu_timer);
     ev_timer_stop(e->sup->loop, &e->stream_timer);
+    ev_timer_stop(e->sup->loop, &e->handover);
 }

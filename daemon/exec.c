@@ -45,7 +45,7 @@ static const char *const state_names[] = {
 };
 
 static const char *const event_names[] = {
-    "start", "worker", "output", "tool_call", "result", "error", "bad_frame",
+    "start", "worker", "stuck", "output", "tool_call", "result", "error", "bad_frame",
     "tool_ok", "tool_err", "tool_abort", "timeout", "cpu", "cancel",
     "disconnect", "exit", "chunk", "idle", "close",
 };
@@ -55,8 +55,8 @@ static const unsigned accepts[ST_DONE + 1] = {
     [ST_QUEUED]    = BIT(XE_START) | BIT(XE_CANCEL) | BIT(XE_DISCONNECT) | BIT(XE_CLOSE),
     [ST_STARTING]  = BIT(XE_WORKER) | BIT(XE_TIMEOUT) | BIT(XE_CANCEL) | BIT(XE_DISCONNECT) |
                      BIT(XE_CLOSE),
-    [ST_RUNNING]   = BIT(XE_OUTPUT) | BIT(XE_TOOL_CALL) | BIT(XE_RESULT) | BIT(XE_ERROR) |
-                     BIT(XE_BAD) | BIT(XE_TIMEOUT) | BIT(XE_CPU) | BIT(XE_CANCEL) |
+    [ST_RUNNING]   = BIT(XE_STUCK) | BIT(XE_OUTPUT) | BIT(XE_TOOL_CALL) | BIT(XE_RESULT) |
+                     BIT(XE_ERROR) | BIT(XE_BAD) | BIT(XE_TIMEOUT) | BIT(XE_CPU) | BIT(XE_CANCEL) |
                      BIT(XE_DISCONNECT) | BIT(XE_EXIT) | BIT(XE_CLOSE),
     [ST_WAIT_TOOL] = BIT(XE_TOOL_OK) | BIT(XE_TOOL_ERR) | BIT(XE_TOOL_ABORT) | BIT(XE_BAD) |
                      BIT(XE_OUTPUT) | BIT(XE_TOOL_CALL) | BIT(XE_ERROR) |
@@ -194,12 +194,51 @@ static void exec_run(struct exec *e, struct wproc *w)
         return;
     }
     TRACE(TR_JOB_SENT);
+    e->state = ST_RUNNING;
+    clocks_start(e);
+    clocks_handover(e);
+}
+
+void exec_job_taken(struct exec *e)
+{
     json_decref(e->job);
     e->job = NULL;
     free(e->job_bindings);
     e->job_bindings = NULL;
-    e->state = ST_RUNNING;
-    clocks_start(e);
+}
+
+/* The worker of a RUNNING execution did not take its job (XE_STUCK: why
+ * "did not take its job"; XE_EXIT with untaken: "died before it took its
+ * job").  Nothing of it ran: the job goes to another worker, first in
+ * line, unless HANDOVER_TRIES workers have lost it.  The caller pumps the
+ * scheduler (the timer's callback; the reap's sched_reap). */
+static void exec_rehand(struct exec *e, pid_t pid, const char *reason, const char *why)
+{
+    struct sup *s = e->sup;
+    struct wproc *w = e->w;
+
+    metrics_handover_lost(reason);
+    clocks_stop(e);
+    if (w) {
+        w->exec = NULL;
+        e->w = NULL;
+        wproc_kill(w);
+    }
+    if (++e->handovers >= HANDOVER_TRIES || !e->job) {   /* no job: a look said "taken" */
+        log_warn("exec seq=%llu: worker %d %s; %u workers in a row did not, giving up",
+                 (unsigned long long)e->seq, (int)pid, why, e->handovers);
+        answer_fail(e, RPC_E_INTERNAL_ERROR, json_pack("{s:s}", "reason", "no worker took the job"),
+                    NULL, "no worker took the job: %u workers in a row were stopped, frozen or "
+                    "dead before they read it", e->handovers);
+        exec_finish(e);
+        return;
+    }
+    log_warn("exec seq=%llu: worker %d %s; handing it to another worker",
+             (unsigned long long)e->seq, (int)pid, why);
+    e->state = ST_STARTING;
+    list_add(&s->starting, &e->q_node);
+    s->n_starting++;
+    clocks_wait(e);
 }
 
 /* ------------------------------------------------------------------ */
@@ -210,6 +249,7 @@ static void exec_run(struct exec *e, struct wproc *w)
 static void session_idle(struct exec *e)
 {
     clocks_stop(e);
+    exec_job_taken(e);          /* answered: the open job was read */
     json_decref(e->req_id);
     e->req_id = NULL;
     free(e->output);
@@ -473,6 +513,9 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
         exec_unlist(e);
         exec_run(e, d->w);
         break;
+    case XE_STUCK:
+        exec_rehand(e, e->w->pid, "stuck", "did not take its job");
+        break;
     case XE_OUTPUT:
         on_output(e, d);
         break;
@@ -570,6 +613,8 @@ void exec_event(struct exec *e, enum exec_ev ev, const struct exec_evdata *d)
             e->w = NULL;
             e->state = ST_DONE;
             exec_free(e);
+        } else if (d->untaken && e->state == ST_RUNNING) {
+            exec_rehand(e, d->w->pid, "died", "died before it took its job");
         } else {
             on_exit_early(e, d);
         }

@@ -16,6 +16,28 @@
  * worker never comes is still answered, `timeout`), and then the run, from
  * the moment the job is sent (RUNNING).
  *
+ * The hand-over: a worker takes its first job (an execute's, a check's, a
+ * session's open) by reading it.  Nothing answers the hand-over (no hop
+ * is added to an execution); the supervisor keeps the job and looks every
+ * HANDOVER_LOOK s (the first look only takes a sample) whether the worker
+ * has read it, through the kernel (wproc_job_look).  A worker that has not,
+ * and between two looks read nothing, used no CPU and was not runnable, is
+ * stuck (stopped at once after the pool's liveness check, frozen by a
+ * cgroup freezer, stopped by a tracer): XE_STUCK.  One that died without
+ * reading its job (XE_EXIT with d->untaken) is the same.  Either way the
+ * job goes back to STARTING, first in line, and to another worker (the
+ * stuck one is killed; its reap follows), at most HANDOVER_TRIES workers
+ * in all; the last lost hand-over answers internal_error (data.reason
+ * "no worker took the job").  The deadline starts again for the wait and
+ * for the run of the worker that takes the job.  Nothing a chunk does can
+ * cause either: the chunk runs only after its worker has read the whole
+ * job, from then on the worker has spoken or the look says "taken", and
+ * under seccomp a worker cannot stop itself or anyone (no kill, tgkill,
+ * ptrace); a chunk that ends its own worker later is answered `crashed`,
+ * never handed on.  A session's later chunks are not watched: its state
+ * lives in that one worker, so a chunk sent to a worker stopped between
+ * chunks waits for its timeout, which ends the session.
+ *
  * Which events each state accepts (x; `.`: refused, exec_unexpected()
  * decides what it means), one column a state, in enum exec_state's order
  * (each heading begins its name).  exec.c's accepts[] is this table:
@@ -25,6 +47,7 @@
  *                 queu star runn wait idle fini done
  *   start         x    .    .    .    .    .    .
  *   worker        .    x    .    .    .    .    .
+ *   stuck         .    .    x    .    .    .    .
  *   output        .    .    x    x    .    .    .
  *   tool_call     .    .    x    x    .    .    .
  *   result        .    .    x    .    .    .    .
@@ -70,6 +93,15 @@
 #include "proto/jsonpass.h"
 #include "proto/jsonrpc.h"
 
+/* The hand-over's bounds.  HANDOVER_LOOK: the time between looks; a
+ * stuck worker is found at the second, 2 x HANDOVER_LOOK after the
+ * hand-over.  Not a bound on a healthy worker, which may wait longer for a
+ * CPU (runnable: it shows life) and read its job 100 ms late on a loaded
+ * machine (docs/architecture.md, "The hand-over").  HANDOVER_TRIES: the
+ * workers a job is handed to before it is answered internal_error. */
+#define HANDOVER_LOOK  0.005    /* s */
+#define HANDOVER_TRIES 3
+
 struct sup;
 struct conn;
 struct wproc;
@@ -87,6 +119,7 @@ enum session_job { SJ_NONE, SJ_OPEN, SJ_CHUNK, SJ_SNAPSHOT };
 enum exec_ev {
     XE_START,       /* the scheduler admitted it (QUEUED -> STARTING) */
     XE_WORKER,      /* a worker is assigned (d->w) */
+    XE_STUCK,       /* the worker does not take its job (see "the hand-over") */
     XE_OUTPUT,      /* CHAN_OUTPUT (d->payload, d->len) */
     XE_TOOL_CALL,   /* CHAN_TOOL_CALL (d->json) */
     XE_RESULT,      /* CHAN_RESULT (d->json) */
@@ -99,7 +132,7 @@ enum exec_ev {
     XE_CPU,         /* cpu_ms used */
     XE_CANCEL,      /* $/cancelRequest */
     XE_DISCONNECT,  /* the connection is closing */
-    XE_EXIT,        /* the worker was reaped (d->status) */
+    XE_EXIT,        /* the worker was reaped (d->status, d->untaken; d->w, gone after) */
     XE_CHUNK,       /* a session's next job (d->json, d->id, d->lim, flags) */
     XE_IDLE,        /* a session's idle_timeout_ms passed */
     XE_CLOSE,       /* session/close (d->id) */
@@ -111,11 +144,12 @@ struct exec_evdata {
     const json_t *json;
     const char *why;
     int status;
+    int untaken;                /* XE_EXIT: it died without reading its job (wproc_untaken) */
     unsigned call;              /* XE_TOOL_*: index in exec.pending */
     const json_t *id;           /* XE_CHUNK, XE_CLOSE: the request's id */
     const struct limits *lim;   /* XE_CHUNK: the chunk's limits */
     int stream, return_bindings, snapshot;  /* XE_CHUNK */
-    struct wproc *w;
+    struct wproc *w;            /* XE_WORKER; XE_EXIT: the reaped worker, valid for the call */
     /* XE_EXIT (containment): the number the worker's SIGSYS handler
      * reported in a CHAN_SYSCALL frame; a hint, valid if has_syscall */
     int has_syscall;
@@ -135,7 +169,7 @@ struct exec {
     enum exec_op op;
     enum exec_state state;
     json_t  *req_id;            /* owned copy of the request id */
-    json_t  *job;               /* owned JOB payload until sent */
+    json_t  *job;               /* owned JOB payload until its worker took it (the hand-over) */
     char    *job_bindings;      /* owned raw bindings spliced into the job, or NULL */
     size_t   job_bindings_len;
     json_t  *tools;             /* owned tool index, name -> {module, functions: {name:
@@ -143,6 +177,8 @@ struct exec {
     struct limits lim;
     struct wproc *w;            /* borrowed; NULL before RUNNING and after the reap */
     ev_timer deadline, cpu_timer;
+    ev_timer handover;          /* the hand-over's looks (clocks.h) */
+    unsigned handovers;         /* hand-overs of the job lost so far */
     ev_tstamp t_submit, t_start;
     uint64_t cpu_us_seen;       /* worker CPU time sampled when it was killed */
     /* outstanding tool/calls: the id sent to the client and the number of
@@ -216,6 +252,9 @@ void exec_refuse(struct exec *e, enum rpc_kind kind, json_t *data, const char *f
 int exec_accepts(enum exec_state st, enum exec_ev ev);
 const char *exec_state_name(enum exec_state st);
 const char *exec_event_name(enum exec_ev ev);
+/* The job reached its worker (the hand-over's look says so): it is no
+ * longer kept. */
+void exec_job_taken(struct exec *e);
 /* Answer an open execution with `cancelled` (shutdown). */
 void exec_abort(struct exec *e, const char *why);
 

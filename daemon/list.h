@@ -25,6 +25,11 @@ static inline void list_add_tail(struct list_head *h, struct list_head *n)
     h->prev = n;
 }
 
+static inline void list_add(struct list_head *h, struct list_head *n)
+{
+    list_add_tail(h->next, n);
+}
+
 static inline void list_del(struct list_head *n)
 {
     n->prev->next = n->next;

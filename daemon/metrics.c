@@ -38,6 +38,7 @@ struct histogram {
 static struct {
     uint64_t executions[N_KINDS];
     uint64_t tool_calls, zygote_restarts, refused_peers;
+    uint64_t handovers_stuck, handovers_died;
     struct histogram wall, wait;
 } reg = {
     .wall = { wall_bounds, sizeof wall_bounds / sizeof wall_bounds[0], { 0 }, 0, 0 },
@@ -73,6 +74,14 @@ void metrics_exec_end(const char *kind, int started, double wall_s, double wait_
 
 void metrics_tool_call(void)      { reg.tool_calls++; }
 void metrics_zygote_restart(void) { reg.zygote_restarts++; }
+
+void metrics_handover_lost(const char *reason)
+{
+    if (reason && strcmp(reason, "died") == 0)
+        reg.handovers_died++;
+    else
+        reg.handovers_stuck++;
+}
 void metrics_refused_peer(void)   { reg.refused_peers++; }
 
 /* ------------------------------------------------------------------ */
@@ -197,6 +206,14 @@ char *metrics_render(const struct metrics_now *now)
         now->can_start_workers ? 0. : now->cannot_start_since);
     scalar(&t, "sandboxd_worker_start_failures", "gauge",
            "Failures to get a worker in a row (0 since the last success).", now->start_failures);
+    family(&t, "sandboxd_handovers_lost_total", "counter",
+           "Jobs a worker did not take, by reason: stuck (not read, no sign of life; the worker "
+           "was killed) or died (it exited first).  Each went to another worker or, the third "
+           "time, ended internal_error.");
+    put(&t, "sandboxd_handovers_lost_total{reason=\"stuck\"} %llu\n",
+        (unsigned long long)reg.handovers_stuck);
+    put(&t, "sandboxd_handovers_lost_total{reason=\"died\"} %llu\n",
+        (unsigned long long)reg.handovers_died);
     scalar(&t, "sandboxd_zygote_restarts_total", "counter",
            "Times the zygote died and was started again.", reg.zygote_restarts);
     scalar(&t, "sandboxd_refused_peers_total", "counter",

@@ -36,6 +36,10 @@
 void metrics_exec_end(const char *kind, int started, double wall_s, double wait_s);
 /* A tool/call sent to a client. */
 void metrics_tool_call(void);
+/* A hand-over lost (exec.h, "the hand-over"): reason "stuck" (the worker
+ * did not take its job and was killed) or "died" (it exited first); any
+ * other string counts as "stuck". */
+void metrics_handover_lost(const char *reason);
 /* The zygote died and was started again. */
 void metrics_zygote_restart(void);
 /* A connection refused for its peer credentials (allow_uids/allow_gids). */

@@ -6,7 +6,6 @@
 #include "daemon/sched.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -135,9 +134,7 @@ static struct exec *rr_pop(struct sup *s)
 static int worker_usable(const struct wproc *w)
 {
     siginfo_t si;
-    char path[32], buf[512], *p;
-    ssize_t n;
-    int fd;
+    char st;
 
     if (MUTANT(POOL_LIVENESS))
         return 1;                       /* mutant: every pooled worker is taken */
@@ -147,17 +144,8 @@ static int worker_usable(const struct wproc *w)
     if (waitid(P_PID, (id_t)w->pid, &si, WEXITED | WSTOPPED | WNOHANG | WNOWAIT) == 0 &&
         si.si_pid == w->pid)
         return 0;
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)w->pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return 1;       /* no /proc: waitid's answer is all there is */
-    n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 1;
-    buf[n] = '\0';
-    if (!(p = strrchr(buf, ')')) || p[1] != ' ')
-        return 1;
-    return !strchr("TtZXx", p[2]);
+    st = wproc_state(w->pid);
+    return st == 0 || !strchr("TtZXx", st);   /* no /proc: waitid's answer is all there is */
 }
 
 /* Take w out of the pool for good: it is killed, its reap follows. */

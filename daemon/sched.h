@@ -21,7 +21,11 @@
  *    delivers a worker.
  *  - A pooled worker is handed a job only if it is alive and not stopped
  *    (checked at the hand-over, and every POOL_CHECK_INTERVAL for the whole
- *    pool); one that is not is killed and replaced.
+ *    pool); one that is not is killed and replaced.  One that passes the
+ *    check and still does not take its job (stopped just after it, frozen,
+ *    traced) or dies first is found by the hand-over's looks (exec.h): the
+ *    execution comes back to STARTING, first in line, and sched_pump()
+ *    hands it on.
  */
 #ifndef SANDBOXD_SCHED_H
 #define SANDBOXD_SCHED_H

@@ -7,6 +7,9 @@
 #include "daemon/wproc.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/sockios.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,10 +136,14 @@ void wproc_apply_limits(struct wproc *w, const struct limits *lim)
 
 static void wproc_flush(struct wproc *w)
 {
-    if (outq_flush(&w->out, w->fd) == OUTQ_AGAIN) {
+    enum outq_status st = outq_flush(&w->out, w->fd);
+
+    if (st == OUTQ_AGAIN) {
         ev_io_start(w->sup->loop, &w->wio);
         return;
     }
+    if (st == OUTQ_ERROR)
+        w->lost = 1;        /* the queue was dropped unwritten */
     /* done, or the worker is gone (its reap will tell) */
     ev_io_stop(w->sup->loop, &w->wio);
 }
@@ -306,6 +313,7 @@ static void wproc_frame(struct wproc *w, uint32_t type, const unsigned char *pay
     json_error_t jerr;
     enum exec_ev ev;
 
+    w->spoke = 1;
     if (type == CHAN_SYSCALL) {     /* containment: see wproc_syscall() */
         wproc_syscall(w, payload, len);
         return;
@@ -360,6 +368,8 @@ static int wproc_drain(struct wproc *w, size_t budget)
         n = read(w->fd, buf, budget < sizeof buf ? budget : sizeof buf);
         if (n < 0 && errno == EINTR)
             continue;
+        if (n < 0 && errno == ECONNRESET)
+            w->lost = 1;    /* it closed its end with bytes unread (unix(7) streams) */
         if (n < 0)
             return errno == EAGAIN ? 0 : 1;
         if (n == 0)
@@ -410,12 +420,77 @@ void wproc_catch_up(struct wproc *w)
         ev_io_stop(w->sup->loop, &w->rio);
 }
 
+char wproc_state(pid_t pid)
+{
+    char path[32], buf[512], *p;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return 0;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    if (!(p = strrchr(buf, ')')) || p[1] != ' ')
+        return 0;
+    return p[2];
+}
+
+/* A worker's job is a few frames at most (the job, nothing else until it
+ * speaks): it took them when the supervisor holds none unwritten and the
+ * socket holds none unread.  For a unix(7) stream socket, SIOCOUTQ counts
+ * the memory of the sent buffers the peer has not finished reading (not
+ * bytes, but 0 exactly when all is read, and smaller when a buffer is). */
+enum wproc_take wproc_job_look(struct wproc *w)
+{
+    size_t outq;
+    int sockq = 0;
+    uint64_t cpu;
+    char st;
+
+    if (w->spoke || w->killed || w->fd < 0 || ioctl(w->fd, SIOCOUTQ, &sockq) != 0)
+        return WT_TAKEN;
+    outq = outq_pending(&w->out);
+    if (outq == 0 && sockq <= 0) {
+        /* Read, or thrown away: a worker that closes its end (it exits)
+         * frees what it left unread.  The close is marked on this end
+         * first (a hang-up), so a socket that shows none was read from. */
+        struct pollfd p = { .fd = w->fd, .events = POLLIN | POLLRDHUP };
+        if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))
+            return WT_MOVING;   /* it is gone: its reap tells (wproc_untaken) */
+        return WT_TAKEN;
+    }
+    cpu = wproc_cpu_us(w, 0);
+    st = wproc_state(w->pid);
+    if (MUTANT(HANDOVER_LOOK))
+        return WT_MOVING;       /* mutant: a worker that does not take its job is waited for */
+    if (!w->looked || outq < w->look_outq || (outq == w->look_outq && sockq < w->look_sockq) ||
+        cpu != w->look_cpu || st == 'R' || st == 'Z' || st == 'X' || st == 0) {
+        w->looked = 1;
+        w->look_outq = outq;
+        w->look_sockq = sockq;
+        w->look_cpu = cpu;
+        return WT_MOVING;
+    }
+    return WT_STILL;
+}
+
+int wproc_untaken(const struct wproc *w)
+{
+    if (MUTANT(HANDOVER_DEATH))
+        return 0;               /* mutant: a death before the job is the job's crash */
+    return !w->spoke && (w->lost || !outq_empty(&w->out));
+}
+
 void wproc_exited(struct wproc *w, int status, uint64_t cpu_us)
 {
     struct sup *s = w->sup;
     struct exec *e;
-    struct exec_evdata d = { .status = status };
-    int pooled;
+    struct exec_evdata d = { .status = status, .w = w };
+    int pooled, untaken;
 
     /* killed before now: counted in n_killed; the drain below may still
      * kill it (its end frame finishes the execution), uncounted */
@@ -425,6 +500,7 @@ void wproc_exited(struct wproc *w, int status, uint64_t cpu_us)
     w->cpu_us_final = cpu_us;
     if (!w->killed && w->fd >= 0)
         wproc_drain(w, SIZE_MAX); /* an end frame may still sit in the socket */
+    untaken = d.untaken = !w->killed && w->exec && wproc_untaken(w);
     d.has_syscall = w->has_syscall;  /* containment: the SIGSYS report, if any */
     d.syscall = w->syscall;
     ev_io_stop(s->loop, &w->rio);
@@ -446,11 +522,12 @@ void wproc_exited(struct wproc *w, int status, uint64_t cpu_us)
             e->cpu_us_seen = cpu_us;
         exec_event(e, XE_EXIT, &d);
     }
-    /* A worker that died on its own before doing a job (in the pool, or in
-     * its set-up) is a failure of the supply: without the back-off, a set-up
-     * that always fails refilled the pool as fast as the zygote could fork. */
+    /* A worker that died on its own before doing a job (in the pool, in its
+     * set-up, or handed a job it never read) is a failure of the supply:
+     * without the back-off, a set-up that always fails refilled the pool as
+     * fast as the zygote could fork. */
     if (!w->killed && !s->stopping &&
-        (pooled || (WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_SETUP)))
+        (pooled || untaken || (WIFEXITED(status) && WEXITSTATUS(status) == WORKER_EXIT_SETUP)))
         sched_supply_failed(s, "worker %d died before its job (status 0x%x)", (int)w->pid,
                             status);
     chan_reader_free(&w->rd);

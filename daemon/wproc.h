@@ -13,6 +13,9 @@
  *    killed and its execution answered with `crashed`.
  *  - wproc_kill() sends SIGKILL to the worker's process group and pid and
  *    stops reading; the reap still follows.
+ *  - Whether a worker took its first job (the hand-over, exec.h) is asked
+ *    of the kernel, never of the worker: wproc_job_look() while it lives,
+ *    wproc_untaken() once it is gone.  Nothing is sent to it for this.
  */
 #ifndef SANDBOXD_WPROC_H
 #define SANDBOXD_WPROC_H
@@ -44,6 +47,15 @@ struct wproc {
     struct outq out;            /* frames not yet written to the worker */
     struct exec *exec;          /* NULL while pooled or after its execution ended */
     int    killed;
+    int    spoke;               /* a frame has come from it */
+    int    lost;                /* bytes sent to it were never read: it closed its end
+                                 * with some unread (ECONNRESET), or a write found it gone */
+    /* wproc_job_look()'s last sample: frames not yet written, the socket's
+     * unread bytes (SIOCOUTQ), its CPU time; looked once one was taken */
+    int    looked;
+    size_t look_outq;
+    int    look_sockq;
+    uint64_t look_cpu;
     int    reaped;              /* wproc_exited() is running: cpu_us_final is set */
     uint64_t cpu_us_final;      /* its rusage (user + system) from the reap */
     /* containment: the first CHAN_SYSCALL report (a hint), if any */
@@ -82,6 +94,26 @@ void wproc_exited(struct wproc *w, int status, uint64_t cpu_us);
  * frame may be read only at the reap), else its CPU clock while it lives;
  * `seen`, the caller's last sample, when w is NULL, killed or gone. */
 uint64_t wproc_cpu_us(const struct wproc *w, uint64_t seen);
+/* Has w taken the job it was handed, its first frame (exec.h, "the
+ * hand-over")?  WT_TAKEN: it read every byte sent to it, or has sent a
+ * frame, or cannot be asked (killed, channel closed, the ioctl refused: no
+ * verdict on ignorance).  WT_MOVING: not yet, but it shows life since the
+ * last look (it read some, used CPU, is runnable), or this is the first
+ * look, which only takes a sample; or it has closed its end or exited,
+ * and its reap will tell (wproc_untaken).
+ * WT_STILL: not yet, and since the last look it read nothing, used no CPU
+ * and is not runnable: stopped (SIGSTOP, a tracer), frozen (a cgroup
+ * freezer), or asleep on something other than its channel.  Costs an
+ * ioctl and a poll, or an ioctl, a CPU clock read and a read of
+ * /proc/PID/stat; never blocks. */
+enum wproc_take { WT_TAKEN, WT_MOVING, WT_STILL };
+enum wproc_take wproc_job_look(struct wproc *w);
+/* After its exit: did w leave its job unread (never spoke, and bytes sent
+ * to it were never read or never written)?  Then nothing of the job ran. */
+int wproc_untaken(const struct wproc *w);
+/* The state letter of /proc/PID/stat (R, S, D, T, t, Z, ...), or 0 when
+ * it cannot be read (no /proc, the process is gone). */
+char wproc_state(pid_t pid);
 /* Find a live worker by pid; NULL if unknown. */
 struct wproc *wproc_find(struct sup *s, pid_t pid);
 

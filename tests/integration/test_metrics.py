@@ -141,7 +141,7 @@ def test_metrics_format_and_counters(daemon_factory):
                 "sandboxd_queued_executions", "sandboxd_connections", "sandboxd_sessions",
                 "sandboxd_input_buffer_bytes", "sandboxd_output_buffer_bytes",
                 "sandboxd_zygote_restarts_total", "sandboxd_refused_peers_total",
-                "sandboxd_can_start_workers", "sandboxd_cannot_start_workers_since_seconds",
+                "sandboxd_handovers_lost_total", "sandboxd_can_start_workers", "sandboxd_cannot_start_workers_since_seconds",
                 "sandboxd_worker_start_failures", "process_resident_memory_bytes"):
         assert fam in first, "no family %s" % fam
     assert value(first, "sandboxd_connections") >= 1

@@ -92,6 +92,8 @@ static void test_gauges_and_counters_passed_through(void **state)
     double tc = sample(&now, "sandboxd_tool_calls_total");
     double zr = sample(&now, "sandboxd_zygote_restarts_total");
     double rp = sample(&now, "sandboxd_refused_peers_total");
+    double hs = sample(&now, "sandboxd_handovers_lost_total{reason=\"stuck\"}");
+    double hd = sample(&now, "sandboxd_handovers_lost_total{reason=\"died\"}");
 
     assert_true(sample(&now, "sandboxd_workers_started_total") == 12345678901.0);
     assert_true(sample(&now, "sandboxd_workers") == 7);
@@ -106,6 +108,11 @@ static void test_gauges_and_counters_passed_through(void **state)
     metrics_zygote_restart();
     metrics_refused_peer();
     metrics_refused_peer();
+    metrics_handover_lost("stuck");
+    metrics_handover_lost("died");
+    metrics_handover_lost("died");
+    assert_true(sample(&now, "sandboxd_handovers_lost_total{reason=\"stuck\"}") == hs + 1);
+    assert_true(sample(&now, "sandboxd_handovers_lost_total{reason=\"died\"}") == hd + 2);
     assert_true(sample(&now, "sandboxd_tool_calls_total") == tc + 1);
     assert_true(sample(&now, "sandboxd_zygote_restarts_total") == zr + 1);
     assert_true(sample(&now, "sandboxd_refused_peers_total") == rp + 2);
