@@ -77,7 +77,7 @@ static void handover_cb(struct ev_loop *loop, ev_timer *t, int revents)
     case WT_MOVING:
         log_debug("exec seq=%llu: worker %d has not taken its job after %.1f ms; looking again",
                   (unsigned long long)e->seq, (int)e->w->pid, (ev_now(loop) - e->t_start) * 1e3);
-        ev_timer_set(t, HANDOVER_LOOK, 0.);
+        ev_timer_set(t, HANDOVER_GAP, 0.);
         ev_timer_start(loop, t);
         return;
     case WT_STILL:

@@ -5,7 +5,8 @@
  * for a worker, then afresh for the job), the CPU budget (XE_CPU: cpu_ms
  * on the worker's CPU clock, never the worker's own figure), a session's
  * idle timeout (XE_IDLE), and the hand-over's looks (XE_STUCK, exec.h:
- * every HANDOVER_LOOK s until the worker has taken its job, which is then
+ * after HANDOVER_LOOK s, then every HANDOVER_GAP s, until the worker has
+ * taken its job, which is then
  * no longer kept, exec_job_taken).  Between a session's chunks the CPU
  * timer checks instead that the idle worker uses no CPU (more than 0.5 s
  * since the chunk ended is a protocol violation: wproc_violation).

@@ -19,7 +19,7 @@
  * The hand-over: a worker takes its first job (an execute's, a check's, a
  * session's open) by reading it.  Nothing answers the hand-over (no hop
  * is added to an execution); the supervisor keeps the job and looks every
- * HANDOVER_LOOK s (the first look only takes a sample) whether the worker
+ * HANDOVER_LOOK s, then every HANDOVER_GAP s (the first look only takes a sample) whether the worker
  * has read it, through the kernel (wproc_job_look).  A worker that has not,
  * and between two looks read nothing, used no CPU and was not runnable, is
  * stuck (stopped at once after the pool's liveness check, frozen by a
@@ -93,13 +93,20 @@
 #include "proto/jsonpass.h"
 #include "proto/jsonrpc.h"
 
-/* The hand-over's bounds.  HANDOVER_LOOK: the time between looks; a
- * stuck worker is found at the second, 2 x HANDOVER_LOOK after the
- * hand-over.  Not a bound on a healthy worker, which may wait longer for a
- * CPU (runnable: it shows life) and read its job 100 ms late on a loaded
- * machine (docs/architecture.md, "The hand-over").  HANDOVER_TRIES: the
- * workers a job is handed to before it is answered internal_error. */
+/* The hand-over's bounds.  HANDOVER_LOOK: the time to the first look;
+ * HANDOVER_GAP: between the later ones.  A worker stuck from the start is
+ * found at the second look, HANDOVER_LOOK + HANDOVER_GAP after the
+ * hand-over.  Not a bound on a healthy worker, which may wait longer for
+ * a CPU (runnable: it shows life) and read its job 100 ms late on a
+ * loaded machine (docs/architecture.md, "The hand-over").  The gap is not
+ * HANDOVER_LOOK again because each look wakes the supervisor, and with a
+ * look every 5 ms a worker starved beside two CPU hogs read its job later
+ * still: trivial p99 135-190 ms against 40-50 ms without looks (45-54 ms
+ * with this gap; 66-73 ms with gaps doubling from 5 ms).
+ * HANDOVER_TRIES: the workers a job is handed to before it is answered
+ * internal_error. */
 #define HANDOVER_LOOK  0.005    /* s */
+#define HANDOVER_GAP   0.050    /* s */
 #define HANDOVER_TRIES 3
 
 struct sup;

@@ -30,7 +30,7 @@ from test_metrics import scrape, value
 
 SCALE = sbx.SCALE
 # Long enough that an execution answered at all before it did not wait for
-# a stuck worker until its timeout (the bound is 2 x HANDOVER_LOOK, 10 ms)
+# a stuck worker until its timeout (the bound is HANDOVER_LOOK + HANDOVER_GAP, 55 ms)
 TIMEOUT_MS = 20000 * SCALE
 T = [{"name": "T", "functions": ["slow"]}]
 
@@ -296,7 +296,7 @@ def test_worker_killed_before_it_read_its_job(daemon_factory, freezer_factory):
         assert time.monotonic() < deadline, "the job never reached worker %d" % w
     seen = time.monotonic()
     os.kill(d.pid, signal.SIGSTOP)
-    late = time.monotonic() - seen          # looks come 5 ms apart; two find a stuck worker
+    late = time.monotonic() - seen          # looks at 5, then 55 ms find a stuck worker
     try:
         wait_state(d.pid, ("T", "t"))
         os.kill(w, signal.SIGKILL)
