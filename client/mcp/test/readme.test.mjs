@@ -276,6 +276,7 @@ const makeTarget = (cmd) => assert.match(MAKEFILE, new RegExp(`^${cmd.split(' ')
 const COMMANDS = {
   'make run': makeTarget,
   'make test-node': makeTarget,
+  'make test-node18': makeTarget,
   'make test': makeTarget,
   /** What make test-node runs here and in hosts/. */
   'node --test test/*.test.mjs': () => {
