@@ -198,15 +198,22 @@ def test_frozen_pooled_worker_loses_its_job_to_another(daemon_factory, freezer_f
     d.assert_no_leftovers(allowed_idle=1)
 
 
-def test_frozen_worker_session_opens_on_another(daemon_factory, freezer_factory):
-    """A session's open is a hand-over like an execute's: the session opens
-    on another worker and its chunks run there."""
+def one_frozen_worker(daemon_factory, freezer_factory):
+    """A daemon whose pool is one worker, frozen: (daemon, client, pid,
+    freezer)."""
     d = daemon_factory(daemon={"pool_size": 1})
     c = d.client()
     [w] = pooled(d, 1)
     fz = freezer_factory()
     fz.add(w)
     fz.freeze()
+    return d, c, w, fz
+
+
+def test_frozen_worker_session_opens_on_another(daemon_factory, freezer_factory):
+    """A session's open is a hand-over like an execute's: the session opens
+    on another worker and its chunks run there."""
+    d, c, w, fz = one_frozen_worker(daemon_factory, freezer_factory)
     r = c.call("session/open", {"timeout_ms": TIMEOUT_MS}, timeout=2 * TIMEOUT_MS / 1000)
     assert r.ok, r
     sid = r.result["session"]
@@ -284,12 +291,7 @@ def test_worker_killed_before_it_read_its_job(daemon_factory, freezer_factory):
     client gets its value, not `crashed`.  To order it, the worker is
     frozen when handed the job, and the supervisor is stopped while the
     test kills the worker, so it learns of the death before any look."""
-    d = daemon_factory(daemon={"pool_size": 1})
-    c = d.client()
-    [w] = pooled(d, 1)
-    fz = freezer_factory()
-    fz.add(w)
-    fz.freeze()
+    d, c, w, fz = one_frozen_worker(daemon_factory, freezer_factory)
     i = c.send_execute("return 'taken by another'", timeout_ms=TIMEOUT_MS)
     deadline = time.monotonic() + sbx.SAFETY_NET
     while queued_to(w) == 0:
