@@ -33,12 +33,12 @@
 #include <time.h>
 #include <unistd.h>
 
+extern char **environ;
+
 #define STACK_LIMIT      (8UL << 20)   /* RLIMIT_STACK: 8 MiB */
 #define WARM_LARGE_BYTES (256UL << 10) /* above glibc's 128 KiB mmap threshold */
 #define WARM_SMALL_BYTES 64UL
 #define CLOSE_FALLBACK_MAX 65536U      /* close loop bound without close_range */
-extern char **environ;
-
 #define WORKER_TZ        ":/etc/localtime" /* glibc's default zone, named */
 #ifndef SANDBOXD_SYSCALL_AUDIT
 #define SANDBOXD_SYSCALL_AUDIT 0
