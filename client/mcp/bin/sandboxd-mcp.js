@@ -6,7 +6,7 @@
 //                [--catalog-chars N] [--queue-wait-ms N] [--idle-timeout-ms N] [--no-sessions]
 //                [--priority low|normal|high] [--confirm destructive|all|none]
 //                [--without-elicitation refuse|allow] [--http ADDRESS [--allow-remote]
-//                [--http-session-idle-ms N]]
+//                [--http-session-idle-ms N] [--http-max-body BYTES]]
 //
 // SERVERS.json: {"mcpServers": {"NAME": {"command": "...", "args": [...],
 // "env": {...}} or {"url": "...", "headers": {...}, "type": "http"|"sse"},
@@ -27,7 +27,7 @@ const USAGE = 'usage: sandboxd-mcp --config SERVERS.json [--socket PATH] [--time
   '                    [--catalog-chars N] [--queue-wait-ms N] [--idle-timeout-ms N] [--no-sessions]\n' +
   '                    [--priority low|normal|high] [--confirm destructive|all|none]\n' +
   '                    [--without-elicitation refuse|allow] [--http ADDRESS] [--allow-remote]\n' +
-  '                    [--http-session-idle-ms 3600000]\n' +
+  '                    [--http-session-idle-ms 3600000] [--http-max-body BYTES]\n' +
   'Under the MCP Inspector, whose own --config would take this one, put -- before node:\n' +
   '  npx @modelcontextprotocol/inspector --cli --method tools/list -- node sandboxd-mcp.js --config SERVERS.json';
 
@@ -82,6 +82,10 @@ function parse(argv) {
     }
     else if (a === '--allow-remote') o.allowRemote = true;
     else if (a === '--http-session-idle-ms') o.httpIdleMs = num(val());
+    else if (a === '--http-max-body') {
+      o.httpMaxBody = num(val());
+      if (o.httpMaxBody < 1) die('--http-max-body must be at least 1');
+    }
     else if (a === '--version') { process.stdout.write(`sandboxd-mcp ${VERSION}\n`); process.exit(0); }
     else if (a === '--help' || a === '-h') { process.stdout.write(`${USAGE}\n`); process.exit(0); }
     else die(`unknown argument "${a}"\n${USAGE}`);
@@ -138,13 +142,13 @@ process.on('SIGINT', () => stop(0));
 await bridge.start();
 if (opts.http) {
   try {
-    http = await serveHttp(bridge, { ...opts.http, idleMs: opts.httpIdleMs });
+    http = await serveHttp(bridge, { ...opts.http, idleMs: opts.httpIdleMs, maxBody: opts.httpMaxBody });
   } catch (e) {
     process.stderr.write(`sandboxd-mcp: --http: cannot listen: ${e.message}\n`);
     await stop(1);
   }
   process.stderr.write(`sandboxd-mcp: serving execute_lua over Streamable HTTP at ${http.url} ` +
-    `(${bridge.catalog.length} server(s))\n`);
+    `(${bridge.catalog.length} server(s); request bodies up to ${http.maxBody()} bytes)\n`);
 } else {
   process.stdin.on('end', () => stop(0));
   process.stdin.on('close', () => stop(0));

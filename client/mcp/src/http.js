@@ -2,19 +2,25 @@
 // SDK Server, Lua state and daemon session) per MCP session.
 //
 // serveHttp(bridge, {host, port} | {path}) listens on a TCP address or a Unix
-// socket path with the SDK's Express app (createMcpExpressApp: a Host header
-// other than localhost, 127.0.0.1 or [::1] is refused when bound to loopback,
-// against DNS rebinding) and the SDK's StreamableHTTPServerTransport at /mcp.
+// socket path with an Express app and the SDK's StreamableHTTPServerTransport
+// at /mcp.  Bound to loopback or a path, the SDK's Host validation runs first
+// (a Host other than localhost, 127.0.0.1 or [::1] is refused, against DNS
+// rebinding, before the body is read).  A request body is read up to the
+// bound maxBody() gives: the maxBody option, else the daemon's
+// max_message_bytes as describe last reported it (an execute_lua call can
+// carry no more to the daemon), else DEFAULT_MAX_BODY; a larger body is
+// answered 413, and a body that is not JSON 400, each with a JSON-RPC error.
 // An initialize request without Mcp-Session-Id opens an MCP session; the
 // session ends, closing its daemon session, on DELETE, when its transport
 // closes, or after idleMs without a request.  Nothing here authenticates or
 // encrypts: anything beyond this machine goes through a proxy that does both
-// (README).  Resolves { url, close() } once listening.
+// (README).  Resolves { url, maxBody(), close() } once listening.
 
 import { randomUUID, webcrypto } from 'node:crypto';
 import fs from 'node:fs';
+import express from 'express';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { createMcpExpressApp } from '@modelcontextprotocol/sdk/server/express.js';
+import { localhostHostValidation } from '@modelcontextprotocol/sdk/server/middleware/hostHeaderValidation.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 
 // The SDK's transport names the Web Crypto global, which Node 18 lacks.
@@ -31,14 +37,52 @@ export function parseAddress(a) {
   return { host: (m[1] ?? '127.0.0.1').replace(/^\[(.*)\]$/, '$1'), port: Number(m[2]) };
 }
 
-function rpcError(res, status, message) {
-  res.status(status).json({ jsonrpc: '2.0', error: { code: -32000, message }, id: null });
+function rpcError(res, status, message, code = -32000) {
+  res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
 }
 
 export const IDLE_MS = 3600000;
+/** The bound on a request body when neither the option nor the daemon gives one: the daemon's default max_message_bytes. */
+export const DEFAULT_MAX_BODY = 16 * 1024 * 1024;
 
-export async function serveHttp(bridge, { host, port, path, idleMs = IDLE_MS, log = bridge.log } = {}) {
-  const app = createMcpExpressApp({ host: path || isLoopback(host) ? '127.0.0.1' : host });
+/** The JSON body parser for the bound in force, made again only when the bound changes. */
+function jsonBody(maxBody) {
+  let parser = null;
+  let limit = 0;
+  return (req, res, next) => {
+    if (maxBody() !== limit) {
+      limit = maxBody();
+      parser = express.json({ limit });
+    }
+    parser(req, res, next);
+  };
+}
+
+/** A body-parser error (or any other) as a JSON-RPC error, never Express's HTML page. */
+function bodyError(maxBody, log) {
+  return (err, req, res, next) => {
+    if (res.headersSent) return next(err);
+    if (err.type === 'entity.too.large') {
+      return rpcError(res, 413, `Payload Too Large: the request body is over ${maxBody()} bytes, ` +
+        "the bridge's bound (--http-max-body, else the daemon's max_message_bytes)");
+    }
+    if (err.type === 'entity.parse.failed') return rpcError(res, 400, 'Parse error: the request body is not JSON', -32700);
+    const status = Number.isInteger(err.status) && err.status >= 400 && err.status < 600 ? err.status : 500;
+    if (status === 500) log(`HTTP ${req.method} ${req.path}: ${err.message}`);
+    return rpcError(res, status, err.expose ? err.message : 'internal error');
+  };
+}
+
+/**
+ * @param {object} opts
+ * @param {number} [opts.maxBody]  bytes; default the daemon's max_message_bytes, else DEFAULT_MAX_BODY
+ */
+export async function serveHttp(bridge, { host, port, path, idleMs = IDLE_MS, maxBody: fixed, log = bridge.log } = {}) {
+  const maxBody = () => fixed ?? bridge.daemon?.daemon?.max_message_bytes ?? DEFAULT_MAX_BODY;
+  const app = express();
+  if (path || isLoopback(host)) app.use(localhostHostValidation());
+  else log(`--http ${host}: not loopback, so no Host validation against DNS rebinding: the proxy in front must authenticate`);
+  app.use(jsonBody(maxBody));
   const sessions = new Map(); // Mcp-Session-Id -> { transport, host, timer }
 
   const touch = (s) => {
@@ -60,6 +104,7 @@ export async function serveHttp(bridge, { host, port, path, idleMs = IDLE_MS, lo
           return rpcError(res, 400, 'no Mcp-Session-Id: the first request of a session is initialize');
         }
         const transport = new StreamableHTTPServerTransport({
+          maxRequestBodySize: maxBody(), // for a body it reads itself (one express.json() left alone)
           sessionIdGenerator: () => randomUUID(),
           onsessioninitialized: (sid) => {
             sessions.set(sid, s);
@@ -85,6 +130,8 @@ export async function serveHttp(bridge, { host, port, path, idleMs = IDLE_MS, lo
     }
   });
 
+  app.use(bodyError(maxBody, log));
+
   if (path) fs.rmSync(path, { force: true });
   const server = await new Promise((resolve, reject) => {
     const srv = app.listen(...(path ? [path] : [port, host]), () => resolve(srv));
@@ -100,6 +147,7 @@ export async function serveHttp(bridge, { host, port, path, idleMs = IDLE_MS, lo
   return {
     url,
     sessions,
+    maxBody,
     async close() {
       await Promise.allSettled([...sessions.values()].map((x) => x.transport.close()));
       server.closeAllConnections?.();

@@ -3,11 +3,13 @@
 // streamableHttp and sse modes, and a fixture SDK server that requires a
 // bearer token, given by an environment variable the config names), and the
 // bridge itself served over Streamable HTTP (--http) to the SDK's HTTP client:
-// one daemon session per MCP session, closed when the session ends.
+// one daemon session per MCP session, closed when the session ends; request
+// bodies up to the daemon's max_message_bytes (or --http-max-body), a larger
+// one or one that is not JSON answered with a JSON-RPC error.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -114,8 +116,12 @@ const value = (r) => {
   return r.structuredContent.value;
 };
 
+// max_code_bytes raised above its 65536 for the large-body test; max_message_bytes is the launcher's 1 MiB
+const MAX_CODE = 262144;
+const MAX_MESSAGE = 1048576;
+
 before(async () => {
-  d = await startDaemon();
+  d = await startDaemon({ daemon: { max_code_bytes: MAX_CODE, max_message_bytes: MAX_MESSAGE } });
   sbx = new Sandboxd({ socketPath: d.socketPath });
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sbxmcp-http-'));
   remote = await startHttpServer(TOKEN);
@@ -264,4 +270,86 @@ test('--http on a Unix socket path; an idle MCP session is closed; a non-loopbac
   });
   assert.equal(r.status, 2);
   assert.match(r.err, /--http 0\.0\.0\.0: not a loopback address\. The bridge neither authenticates nor encrypts/);
+});
+
+/** What stock Lua 5.3 (lua5.3) makes of a chunk that returns a string. */
+function stockLua(code) {
+  const file = path.join(tmp, 'stock.lua');
+  fs.writeFileSync(file, code);
+  const r = spawnSync('lua5.3', ['-e', `io.write((dofile(${JSON.stringify(file)})))`], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout;
+}
+
+/** A raw POST to the bridge's /mcp: { status, type, body (parsed when JSON) }. */
+function rawPost(url, body, headers = {}) {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: {
+      'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (x) => { text += x; });
+      res.on('end', () => {
+        let parsed = text;
+        try { parsed = JSON.parse(text); } catch { /* not JSON: the assertions show it */ }
+        resolve({ status: res.statusCode, type: res.headers['content-type'], body: parsed });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test('--http: bodies up to the daemon\'s max_message_bytes (a 150 kB chunk runs); larger ones and bad JSON get JSON-RPC errors', async () => {
+  const b = await httpBridge({});
+  const capped = await httpBridge({}, '127.0.0.1:0', ['--http-max-body', '200000']);
+  try {
+    assert.match(b.stderr, new RegExp(`request bodies up to ${MAX_MESSAGE} bytes`));
+    assert.match(capped.stderr, /request bodies up to 200000 bytes/);
+    // ~150 kB of Lua (a long string, escaped in JSON), far past Express's default 100 kB
+    const lines = Array.from({ length: 3300 }, (_, i) => `line ${i}: the quick brown fox, ${i * 7}\t"jumps"`);
+    const code = `local s = [[\n${lines.join('\n')}\n]]
+local n, sum = 0, 0
+for w in s:gmatch(", (%d+)") do n = n + 1 sum = sum + tonumber(w) end
+return string.format("%d %d %d %q", #s, n, sum, s:sub(-24))`;
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'execute_lua', arguments: { code } } });
+    assert.ok(body.length > 150000 && code.length < MAX_CODE, `${body.length} bytes`);
+    const h = await httpHost(b.url);
+    const want = stockLua(code);
+    assert.match(want, /^\d+ 3300 38103450 "/);
+    assert.equal(value(await h.lua(code)), want);
+    // over the bound: 413 and a JSON-RPC error naming it, from the SDK's client and raw
+    const huge = `return #"${'x'.repeat(MAX_MESSAGE)}"`;
+    await assert.rejects(h.lua(huge), (e) => {
+      assert.equal(e.code, 413);
+      assert.match(e.message, new RegExp(`^Streamable HTTP error: Error POSTing to endpoint: \\{"jsonrpc":"2\\.0","error":\\{"code":-32000,"message":"Payload Too Large: the request body is over ${MAX_MESSAGE} bytes`));
+      return true;
+    });
+    const sid = { 'mcp-session-id': h.transport.sessionId, 'mcp-protocol-version': h.transport.protocolVersion };
+    const over = await rawPost(b.url, JSON.stringify({ jsonrpc: '2.0', id: 4, method: 'tools/call',
+      params: { name: 'execute_lua', arguments: { code: huge } } }), sid);
+    assert.equal(over.status, 413);
+    assert.match(over.type, /^application\/json/);
+    assert.deepEqual(over.body, { jsonrpc: '2.0', id: null, error: { code: -32000, message:
+      `Payload Too Large: the request body is over ${MAX_MESSAGE} bytes, the bridge's bound (--http-max-body, else the daemon's max_message_bytes)` } });
+    // not JSON: 400 and JSON-RPC's parse error, in JSON
+    const bad = await rawPost(b.url, '{"jsonrpc": "2.0", "id": 5, "method": ', sid);
+    assert.deepEqual([bad.status, bad.body], [400, { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error: the request body is not JSON' } }]);
+    // the session is still good
+    assert.equal(value(await h.lua('return 6 * 7')), 42);
+    // --http-max-body 200000: the 150 kB body is under it, a 210 kB one over
+    const c = await httpHost(capped.url);
+    assert.equal(value(await c.lua(code)), want);
+    await assert.rejects(c.lua(`return #"${'y'.repeat(210000)}"`), (e) => e.code === 413 && /over 200000 bytes/.test(e.message));
+    assert.equal(value(await c.lua('return "still here"')), 'still here');
+    // a Host other than loopback is refused (403) before a body over the bound is read (not 413)
+    const rebound = await rawPost(b.url, 'x'.repeat(MAX_MESSAGE + 10), { host: 'evil.example' });
+    assert.deepEqual([rebound.status, rebound.body.error.message], [403, 'Invalid Host: evil.example']);
+    await h.host.close();
+    await c.host.close();
+  } finally {
+    await b.stop();
+    await capped.stop();
+  }
 });
