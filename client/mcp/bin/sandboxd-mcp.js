@@ -144,10 +144,10 @@ if (opts.http) {
   try {
     http = await serveHttp(bridge, { ...opts.http, idleMs: opts.httpIdleMs, maxBody: opts.httpMaxBody });
   } catch (e) {
-    process.stderr.write(`sandboxd-mcp: --http: cannot listen: ${e.message}\n`);
+    process.stderr.write(`sandboxd-mcp: --http: ${e.message}\n`);
     await stop(1);
   }
-  process.stderr.write(`sandboxd-mcp: serving execute_lua over Streamable HTTP at ${http.url} ` +
+  if (http) process.stderr.write(`sandboxd-mcp: serving execute_lua over Streamable HTTP at ${http.url} ` +
     `(${bridge.catalog.length} server(s); request bodies up to ${http.maxBody()} bytes)\n`);
 } else {
   process.stdin.on('end', () => stop(0));

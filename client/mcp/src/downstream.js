@@ -19,6 +19,13 @@
 // State: `tools` is the current list; `error` is set when the server failed to start (it
 // is then left out) and `exited` once it is gone.  close() stops a local server (the SDK
 // closes its stdin, then SIGTERM, then SIGKILL) and ends a remote server's session.
+//
+// A remote server can go away and come back, so it is never `exited`: a call that cannot
+// reach it, a 404 for its session, or a stream that breaks while the server no longer
+// answers a ping, sets `lost`.  The calls in flight then fail at once (the SDK would leave
+// them waiting for their timeout), each with a message that says whether the call was
+// made; the next call first opens a new MCP session (a call refused with 404 is made again
+// in it, as the MCP specification asks of a client whose session has expired).
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -96,6 +103,27 @@ export function resolveSpec(spec, env = process.env) {
   return { ...out, kind: 'stdio', command, args, cwd, env: strings(spec.env, env, 'env') };
 }
 
+/** Network errors under fetch that say the request never reached the server. */
+const UNSENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/**
+ * What a failed fetch says (its "fetch failed" says nothing): {why, unsent}, or null when
+ * e is not a network failure.
+ */
+function networkFailure(e) {
+  if (!(e instanceof TypeError) || e.message !== 'fetch failed') return null;
+  const c = e.cause;
+  return { why: c?.message || c?.code || 'fetch failed', unsent: UNSENT.has(c?.code) };
+}
+
+/** Why a request failed, in the fewest words (the SSE transport wraps fetch's failure in two prefixes). */
+function reason(e) {
+  return networkFailure(e)?.why ?? String(e?.message ?? e).replace(/^SSE error: (TypeError: )?fetch failed: /, '');
+}
+
+/** The SDK's transports report a broken SSE stream only to onerror, with these. */
+const BROKEN_STREAM = /^(SSE stream disconnected|Failed to reconnect|Maximum reconnection attempts|SSE error)/;
+
 /** Streamable HTTP failed in a way that says the server may only speak the older SSE transport. */
 function sseMayWork(e) {
   return e instanceof StreamableHTTPError && typeof e.code === 'number' && e.code >= 400 && e.code < 500 &&
@@ -119,6 +147,10 @@ export class Downstream {
     this.client = null;
     this.transport = null;
     this.via = null; // 'stdio' | 'http' | 'sse' once connected
+    this.lost = null; // why a remote server's connection was lost, until a new session opens
+    this.inflight = new Set(); // the AbortControllers of the calls running
+    this.probing = null; // the ping of _probe()
+    this.reconnecting = null; // the new session _again() is opening
   }
 
   _transport(kind) {
@@ -131,7 +163,7 @@ export class Downstream {
     return new StreamableHTTPClientTransport(s.url, { requestInit });
   }
 
-  async _connect(kind) {
+  async _connect(kind, timeoutMs = this.startTimeoutMs) {
     this.transport = this._transport(kind);
     const client = new Client({ name: 'sandboxd-mcp', version: VERSION });
     this.client = client;
@@ -139,13 +171,17 @@ export class Downstream {
     client.onclose = () => {
       if (up && this.client === client && !this.exited) this.exited = kind === 'stdio' ? 'the server exited' : 'the connection closed';
     };
+    if (kind !== 'stdio') {
+      client.onerror = (e) => {
+        if (up && this.client === client && !this.lost && BROKEN_STREAM.test(e?.message ?? '')) this._probe(client);
+      };
+    }
     let timer;
     try {
       await Promise.race([
         this.client.connect(this.transport),
         new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`no MCP handshake within ${this.startTimeoutMs} ms`)),
-            this.startTimeoutMs);
+          timer = setTimeout(() => reject(new Error(`no MCP handshake within ${timeoutMs} ms`)), timeoutMs);
         }),
       ]);
     } catch (e) {
@@ -177,18 +213,64 @@ export class Downstream {
       } else {
         await this._connect(kind);
       }
-      this.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-        this.relist().then(() => this.onToolsChanged(this), (e) => {
-          this.log(`server "${this.name}": re-listing tools failed: ${e.message}`);
-        });
-      });
-      await this.relist();
+      await this._listen();
     } catch (e) {
       this.error = `failed to start: ${e.message}`;
       this.log(`server "${this.name}" ${this.error}; it is left out`);
       await this.close();
     }
     return this;
+  }
+
+  /** Follow the server's list of tools, and read it now. */
+  async _listen() {
+    this.client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      this.relist().then(() => this.onToolsChanged(this), (e) => {
+        this.log(`server "${this.name}": re-listing tools failed: ${e.message}`);
+      });
+    });
+    await this.relist();
+  }
+
+  /** A stream broke: a server that no longer answers a ping is lost, and its calls with it. */
+  _probe(client) {
+    if (this.probing) return;
+    this.probing = client.ping({ timeout: 3000 }).then(() => {}, (e) => {
+      if (this.client !== client || this.lost) return;
+      this._lose(reason(e));
+    }).finally(() => { this.probing = null; });
+  }
+
+  _lose(why) {
+    this.lost = why;
+    this.log(`server "${this.name}": connection lost (${why}); the next call opens a new session`);
+    for (const c of this.inflight) {
+      c.abort(new Error(`server "${this.name}" closed the connection during the call (${why}); it may or may not have run`));
+    }
+  }
+
+  /**
+   * Open a new MCP session with a lost remote server (the old client is dropped), once for
+   * every call that asks at the same time; rejects with the message for those calls.
+   */
+  _again(timeoutMs) {
+    this.reconnecting ??= (async () => {
+      const old = this.client;
+      const before = JSON.stringify(this.tools);
+      this.client = null;
+      old?.close().catch(() => {});
+      try {
+        await this._connect(this.via, Math.min(timeoutMs ?? Infinity, this.startTimeoutMs));
+        await this._listen();
+      } catch (e) {
+        this.lost = reason(e);
+        throw new Error(`server "${this.name}" cannot be reached (${this.lost}); the call was not made`);
+      }
+      this.log(`server "${this.name}": connected again, in a new session`);
+      this.lost = null;
+      if (JSON.stringify(this.tools) !== before) this.onToolsChanged(this);
+    })().finally(() => { this.reconnecting = null; });
+    return this.reconnecting;
   }
 
   /** Fetch every page of tools/list and apply allow/deny. */
@@ -208,29 +290,52 @@ export class Downstream {
   }
 
   get running() {
-    return this.client !== null && !this.error && !this.exited;
+    return (this.client !== null || this.lost !== null) && !this.error && !this.exited;
   }
 
   /** Call tool `name`; resolves the MCP result, rejects on protocol errors. */
-  async call(name, args, { signal, timeout, onprogress } = {}) {
+  async call(name, args, opts = {}) {
     if (!this.running) {
       throw new Error(`server "${this.name}" is not running (${this.exited ?? this.error ?? 'stopped'})`);
     }
+    if (this.lost) await this._again(opts.timeout);
+    try {
+      return await this._call(name, args, opts);
+    } catch (e) {
+      const net = networkFailure(e);
+      if (net && this.via !== 'stdio') {
+        if (!this.lost) this._lose(net.why);
+        throw new Error(net.unsent ? `server "${this.name}" cannot be reached (${net.why}); the call was not made`
+          : `server "${this.name}": the connection failed during the call (${net.why}); it may or may not have run`);
+      }
+      // 404: the server no longer knows the session (it restarted), and did not run the call
+      if (!(e instanceof StreamableHTTPError && e.code === 404)) throw e;
+      if (!this.lost) this._lose('HTTP 404: the server ended the session');
+      await this._again(opts.timeout);
+      return this._call(name, args, opts);
+    }
+  }
+
+  async _call(name, args, { signal, timeout, onprogress } = {}) {
     // The SDK never removes its listener from the signal it is given, so a
     // signal aborted after the call finished would still send the server a
     // notifications/cancelled for it.  Each call gets its own signal, linked
-    // to the caller's only while the call runs.
+    // to the caller's only while the call runs (and aborted by _lose()).
     const own = new AbortController();
     const onAbort = () => own.abort(signal.reason);
     if (signal?.aborted) own.abort(signal.reason);
     else signal?.addEventListener('abort', onAbort, { once: true });
+    this.inflight.add(own);
     try {
       return await this.client.callTool({ name, arguments: args }, undefined,
         { signal: own.signal, timeout, onprogress, resetTimeoutOnProgress: false });
     } catch (e) {
       if (this.exited) throw new Error(`server "${this.name}" ${this.via === 'stdio' ? 'exited' : 'closed the connection'} during the call (${e.message})`);
+      // lost while it ran: the reason _lose() gave, not the SDK's wrapping of it
+      if (own.signal.aborted && !signal?.aborted && own.signal.reason instanceof Error) throw own.signal.reason;
       throw e;
     } finally {
+      this.inflight.delete(own);
       signal?.removeEventListener('abort', onAbort);
     }
   }

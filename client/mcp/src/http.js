@@ -14,10 +14,15 @@
 // session ends, closing its daemon session, on DELETE, when its transport
 // closes, or after idleMs without a request.  Nothing here authenticates or
 // encrypts: anything beyond this machine goes through a proxy that does both
-// (README).  Resolves { url, maxBody(), close() } once listening.
+// (README).  Resolves { url, maxBody(), close() } once listening; rejects with
+// one line that says why when it cannot listen (the address in use, or a path
+// that is another's live socket or not a socket at all: only a stale socket
+// file, which nobody answers on, is replaced).
 
 import { randomUUID, webcrypto } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
 import express from 'express';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { localhostHostValidation } from '@modelcontextprotocol/sdk/server/middleware/hostHeaderValidation.js';
@@ -72,6 +77,30 @@ function bodyError(maxBody, log) {
     return rpcError(res, status, err.expose ? err.message : 'internal error');
   };
 }
+
+/** A socket file nobody answers on is removed; a live one, or a path that is not a socket, refused. */
+async function clearSocketPath(p) {
+  let st;
+  try {
+    st = fs.lstatSync(p);
+  } catch (e) {
+    if (e.code === 'ENOENT') return;
+    throw new Error(`cannot listen on ${p}: ${e.message}`);
+  }
+  if (!st.isSocket()) throw new Error(`cannot listen on ${p}: it exists and is not a socket`);
+  const live = await new Promise((resolve) => {
+    const s = net.connect(p, () => { s.destroy(); resolve(true); });
+    s.once('error', () => resolve(false));
+  });
+  if (live) throw new Error(`cannot listen on ${p}: it is in use (something answers on that socket)`);
+  fs.rmSync(p, { force: true });
+}
+
+const LISTEN_ERRORS = {
+  EADDRINUSE: 'the address is in use',
+  EACCES: 'permission denied',
+  EADDRNOTAVAIL: 'no interface of this machine has that address',
+};
 
 /**
  * @param {object} opts
@@ -132,10 +161,14 @@ export async function serveHttp(bridge, { host, port, path, idleMs = IDLE_MS, ma
 
   app.use(bodyError(maxBody, log));
 
-  if (path) fs.rmSync(path, { force: true });
-  const server = await new Promise((resolve, reject) => {
-    const srv = app.listen(...(path ? [path] : [port, host]), () => resolve(srv));
-    srv.once('error', reject);
+  if (path) await clearSocketPath(path);
+  const server = http.createServer(app);
+  await new Promise((resolve, reject) => {
+    server.once('error', (e) => {
+      const where = path ?? `${host.includes(':') ? `[${host}]` : host}:${port}`;
+      reject(new Error(`cannot listen on ${where}: ${LISTEN_ERRORS[e.code] ?? e.message}`));
+    });
+    server.listen(...(path ? [path] : [port, host]), resolve);
   });
   let url;
   if (path) {

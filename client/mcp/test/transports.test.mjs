@@ -5,7 +5,10 @@
 // bridge itself served over Streamable HTTP (--http) to the SDK's HTTP client:
 // one daemon session per MCP session, closed when the session ends; request
 // bodies up to the daemon's max_message_bytes (or --http-max-body), a larger
-// one or one that is not JSON answered with a JSON-RPC error.
+// one or one that is not JSON answered with a JSON-RPC error.  Failures: a
+// remote server killed during a call and after it (Streamable HTTP and SSE),
+// then back, or forgetting its sessions; an address or socket path the bridge
+// cannot listen on.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -47,18 +50,20 @@ function freePort() {
   });
 }
 
-/** server-everything in one of its HTTP modes; resolves its base URL once it listens. */
-async function everything(mode) {
-  const port = await freePort();
+/** server-everything in one of its HTTP modes; resolves { url (its base), child } once it listens. */
+async function everything(mode, port) {
+  port ??= await freePort();
   // its HTTP transports call crypto.randomUUID(), a global Node 18 has only with this flag
   const flags = Number(process.versions.node.split('.')[0]) < 19 ? ['--experimental-global-webcrypto'] : [];
-  const c = spawn(process.execPath, [...flags, EVERYTHING, mode], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const c = spawn(process.execPath, [...flags, EVERYTHING, mode], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(c);
   let err = '';
   c.stderr.on('data', (x) => { err += x; });
+  c.posts = 0; // the POSTs it has logged (to stdout) so far
+  c.stdout.on('data', (x) => { c.posts += String(x).split('Received MCP POST request').length - 1; });
   await until(() => /(listening|running) on port/i.test(err) || c.exitCode !== null, LIFE_MS, `server-everything ${mode} to listen`);
   assert.equal(c.exitCode, null, err);
-  return `http://127.0.0.1:${port}`;
+  return { url: `http://127.0.0.1:${port}`, port, child: c };
 }
 
 function writeConfig(servers) {
@@ -138,8 +143,8 @@ after(async () => {
 test('downstream by URL: Streamable HTTP and SSE, server-everything and a server that needs a bearer token from $VAR', async () => {
   const [streamable, sse] = await Promise.all([everything('streamableHttp'), everything('sse')]);
   const b = await stdioBridge({
-    ev_http: { type: 'http', url: `${streamable}/mcp` },
-    ev_sse: { type: 'sse', url: `${sse}/sse` },
+    ev_http: { type: 'http', url: `${streamable.url}/mcp` },
+    ev_sse: { type: 'sse', url: `${sse.url}/sse` },
     authed: { url: remote.url('/mcp'), headers: { Authorization: 'Bearer ${MCP_TEST_TOKEN}' } },
     legacy: { url: remote.url('/legacy'), headers: { Authorization: 'Bearer ${MCP_TEST_TOKEN}' } },
     anonymous: { url: remote.url('/mcp') },
@@ -352,4 +357,141 @@ return string.format("%d %d %d %q", #s, n, sum, s:sub(-24))`;
     await b.stop();
     await capped.stop();
   }
+});
+
+
+test('a downstream Streamable HTTP server killed mid-session: its calls fail at once with errors the model reads; it comes back in a new session', async () => {
+  const ev = await everything('streamableHttp');
+  const b = await httpBridge({
+    ev: { type: 'http', url: `${ev.url}/mcp` },
+    authed: { url: remote.url('/mcp'), headers: { Authorization: `Bearer ${TOKEN}` } },
+    toy: { command: process.execPath, args: [TOY, 'http'] },
+  });
+  const h = await httpHost(b.url);
+  try {
+    assert.equal(value(await h.lua('n = 0 return ev.get_sum({a = 1, b = 2})')), 'The sum of 1 and 2 is 3.');
+    // killed during a call that would take 30 s: the call fails at once, not at the chunk's timeout
+    const t0 = Date.now();
+    const posts = ev.child.posts;
+    const during = h.lua('n = n + 1 return ev.trigger_long_running_operation({duration = 30, steps = 30})');
+    await until(() => ev.child.posts > posts, LIFE_MS, 'the call to reach server-everything');
+    await new Promise((r) => setTimeout(r, 1000 * SCALE)); // its answer's SSE stream open (else the POST fails)
+    ev.child.kill('SIGKILL');
+    const r1 = await during;
+    const ms = Date.now() - t0;
+    assert.ok(ms < 10000 * SCALE, `${ms} ms`);
+    assert.ok(r1.isError);
+    const refused = `connect ECONNREFUSED 127\\.0\\.0\\.1:${ev.port}`;
+    // (killed before the stream opened, the POST itself fails: "the connection failed during the call")
+    assert.match(r1.content[0].text, new RegExp('^error \\(runtime_error\\): ev\\.trigger_long_running_operation: server "ev" ' +
+      `(closed the connection during the call \\(${refused}\\)|: the connection failed during the call \\(other side closed\\)); it may or may not have run\n`));
+    // the next call: not made, and said so; pcall catches it as a string
+    const r2 = await h.lua('n = n + 1 return ev.get_sum({a = 3, b = 4})');
+    assert.match(r2.content[0].text, new RegExp(`^error \\(runtime_error\\): ev\\.get_sum: server "ev" cannot be reached \\(${refused}\\); the call was not made\n`));
+    const [ok, msg, n] = value(await h.lua('local ok, e = pcall(ev.get_sum, {a = 5, b = 6}) return {ok, e, n}'));
+    assert.deepEqual([ok, n], [false, 2]);
+    assert.match(msg, new RegExp(`^ev\\.get_sum: server "ev" cannot be reached \\(${refused}\\); the call was not made$`));
+    // the bridge goes on: its other servers and its Lua state
+    assert.deepEqual(value(await h.lua('return {n, toy.pid().pid > 0, authed.add({a = 1, b = 1})}')), [2, true, 2]);
+    assert.match(b.stderr, new RegExp(`server "ev": connection lost \\(${refused}\\); the next call opens a new session`));
+    // the server is back on its port: the next call opens a new session and runs
+    const again = await everything('streamableHttp', ev.port);
+    assert.equal(value(await h.lua('return ev.get_sum({a = 20, b = 22})')), 'The sum of 20 and 22 is 42.');
+    assert.match(b.stderr, /server "ev": connected again, in a new session/);
+    // a server that forgot the session (404, as after a restart): the call is made again in a new one
+    const before = remote.seen.length;
+    remote.forget();
+    assert.deepEqual(value(await h.lua('return authed.add({a = 40, b = 2})')), 42);
+    assert.deepEqual(remote.seen.slice(before).map((x) => x.method).slice(0, 2), ['POST', 'POST']);
+    assert.match(b.stderr, /server "authed": connection lost \(HTTP 404: the server ended the session\)/);
+    again.child.kill('SIGKILL');
+  } finally {
+    await h.host.close();
+    await b.stop();
+  }
+});
+
+test('a downstream SSE server killed during a call: the call fails at once, the next is not made, and it comes back', async () => {
+  const ev = await everything('sse');
+  const b = await stdioBridge({ ev: { type: 'sse', url: `${ev.url}/sse` } });
+  try {
+    assert.equal(value(await b.lua('return ev.get_sum({a = 1, b = 2})')), 'The sum of 1 and 2 is 3.');
+    const t0 = Date.now();
+    const during = b.lua('return ev.trigger_long_running_operation({duration = 30, steps = 30})');
+    await new Promise((r) => setTimeout(r, 1000 * SCALE));
+    ev.child.kill('SIGKILL');
+    const r1 = await during;
+    assert.ok(Date.now() - t0 < 10000 * SCALE, `${Date.now() - t0} ms`);
+    assert.match(r1.content[0].text, /^error \(runtime_error\): ev\.trigger_long_running_operation: server "ev" closed the connection during the call \(.*\); it may or may not have run\n/);
+    const r2 = await b.lua('return ev.get_sum({a = 3, b = 4})');
+    assert.match(r2.content[0].text, new RegExp(`^error \\(runtime_error\\): ev\\.get_sum: server "ev" cannot be reached \\(connect ECONNREFUSED 127\\.0\\.0\\.1:${ev.port}\\); the call was not made\n`));
+    const again = await everything('sse', ev.port);
+    assert.equal(value(await b.lua('return ev.get_sum({a = 20, b = 22})')), 'The sum of 20 and 22 is 42.');
+    again.child.kill('SIGKILL');
+  } finally {
+    await b.host.close();
+  }
+});
+
+/** The processes whose command line has `marker`. */
+function pidsWith(marker) {
+  return fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try {
+      return fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(marker);
+    } catch {
+      return false; // gone meanwhile
+    }
+  });
+}
+
+/** The bridge with --http ADDRESS that is expected to exit: resolves { status, err }. */
+function httpBridgeExit(address, servers = {}) {
+  return new Promise((resolve) => {
+    const c = spawn(process.execPath, [BIN, '--config', writeConfig(servers), '--socket', d.socketPath, '--http', address],
+      { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    c.stderr.on('data', (x) => { err += x; });
+    c.on('exit', (status) => resolve({ status, err }));
+  });
+}
+
+test('--http where it cannot listen: one line and exit 1; a live socket or a file is left alone, a stale socket replaced', async () => {
+  // a port in use
+  const taken = net.createServer();
+  await new Promise((r) => taken.listen(0, '127.0.0.1', r));
+  const { port } = taken.address();
+  try {
+    const r = await httpBridgeExit(`127.0.0.1:${port}`, { toy: { command: process.execPath, args: [TOY, 'http-port-in-use'] } });
+    assert.equal(r.status, 1, r.err);
+    assert.equal(r.err, `sandboxd-mcp: --http: cannot listen on 127.0.0.1:${port}: the address is in use\n`);
+    await until(() => pidsWith('http-port-in-use').length === 0, LIFE_MS, 'its downstream server to stop with it');
+  } finally {
+    taken.close();
+  }
+  // a socket path another bridge serves on: refused, and that bridge still serves
+  const sock = path.join(tmp, 'taken.sock');
+  const first = await httpBridge({}, sock);
+  try {
+    const r = await httpBridgeExit(sock);
+    assert.equal(r.status, 1, r.err);
+    assert.equal(r.err, `sandboxd-mcp: --http: cannot listen on ${sock}: it is in use (something answers on that socket)\n`);
+    const init = await post(sock, { jsonrpc: '2.0', id: 1, method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    assert.equal(init.status, 200);
+  } finally {
+    first.child.kill('SIGKILL'); // leaves its socket file behind
+    await until(() => first.child.signalCode !== null, LIFE_MS, 'the first bridge to die');
+  }
+  // that stale socket file is replaced
+  assert.ok(fs.statSync(sock).isSocket());
+  const second = await httpBridge({}, sock);
+  await second.stop();
+  assert.ok(!fs.existsSync(sock));
+  // a path that is not a socket is never removed
+  const file = path.join(tmp, 'not-a-socket.json');
+  fs.writeFileSync(file, '{"keep": true}');
+  const r = await httpBridgeExit(file);
+  assert.equal(r.status, 1, r.err);
+  assert.equal(r.err, `sandboxd-mcp: --http: cannot listen on ${file}: it exists and is not a socket\n`);
+  assert.equal(fs.readFileSync(file, 'utf8'), '{"keep": true}');
 });
