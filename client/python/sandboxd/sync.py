@@ -14,6 +14,10 @@ connections.  With tool_threads=N they run in a pool of N threads instead,
 so the calls of `parallel` overlap.  A coroutine function tool is run with
 asyncio.run.
 
+stream() gives the live output as an iterator (LiveOutput): the iterating
+thread reads, a step at a time (_Execution), and a loop left early cancels
+the execution and reads until the daemon has ended it.
+
 Ctrl-C (KeyboardInterrupt) while execute waits sends $/cancelRequest, waits
 up to 2 s for the daemon to confirm, then re-raises KeyboardInterrupt.  The
 client-side deadline and the size guards are those of the async client.
@@ -29,7 +33,7 @@ import struct
 import os
 import threading
 import time
-from typing import Any, Literal, cast
+from typing import Any, Callable, Iterator, Literal, cast
 
 from . import _core, errors
 from ._core import OutputHook, Result
@@ -38,7 +42,7 @@ from .tools import Function, ToolSet
 
 Count = int | Literal["infinity"]
 
-__all__ = ["Client", "Session"]
+__all__ = ["Client", "Session", "LiveOutput"]
 
 _monotonic = time.monotonic
 _TICK = struct.pack("ll", 0, 50000)         # 50 ms: how late a deadline may be noticed
@@ -51,6 +55,12 @@ class _Slot:
         self.done = False
         self.result: Any = None
         self.error: errors.SandboxdError | None = None
+
+    def answer(self) -> Any:
+        """The answer's result, or its error raised."""
+        if self.error is not None:
+            raise self.error
+        return self.result
 
 
 class _Conn(_core.ConnCore):
@@ -99,6 +109,18 @@ class _Conn(_core.ConnCore):
     # ---------------------------------------------------------- requests
     def call(self, method: str, params: Any, ex: _core.Execution | None = None,
              deadline: float | None = None) -> Any:
+        rid, slot = self.begin(method, params, ex)
+        try:
+            self.wait_answer(rid, slot, None if deadline is None else _monotonic() + deadline,
+                             deadline)
+        finally:
+            self.settle(rid, ex)
+        return slot.answer()
+
+    def begin(self, method: str, params: Any,
+              ex: _core.Execution | None = None) -> tuple[int, "_Slot"]:
+        """Send a request: its answer goes to the slot returned (wait_answer reads
+        it); settle(rid, ex) once it is no longer waited for."""
         if self.lost is not None:
             raise errors.copy_error(self.lost)
         rid = next(self.ids)
@@ -111,22 +133,43 @@ class _Conn(_core.ConnCore):
                 self.executions[rid] = ex
         try:
             self.write(line)
-            end = None if deadline is None else _monotonic() + deadline
-            if not self.wait(slot, end):
+        except (KeyboardInterrupt, SystemExit):
+            self.interrupted(rid, slot)
+            self.settle(rid, ex)
+            raise
+        except BaseException:
+            self.settle(rid, ex)
+            raise
+        return rid, slot
+
+    def wait_answer(self, rid: int, slot: "_Slot", end: float | None, deadline: float | None,
+                    ready: Callable[[], bool] | None = None) -> bool:
+        """Read until slot is answered (True) or ready() holds (False).  Past
+        `end`, cancel the request and raise the deadline error; on Ctrl-C,
+        cancel it (interrupted) and re-raise."""
+        try:
+            if not self.wait(slot, end, ready):
                 self.write(_core.cancel_line(rid))
                 raise _core.deadline_error(deadline or 0.0, self.client.deadline_grace)
         except (KeyboardInterrupt, SystemExit):
             self.interrupted(rid, slot)
             raise
-        finally:
-            with self.mutex:
-                self.pending.pop(rid, None)
-                if ex is not None:
-                    ex.done = True
-                    self.executions.pop(rid, None)
-        if slot.error is not None:
-            raise slot.error
-        return slot.result
+        return slot.done
+
+    def settle(self, rid: int, ex: _core.Execution | None) -> None:
+        """Request rid is no longer waited for: a late answer is dropped."""
+        with self.mutex:
+            self.pending.pop(rid, None)
+            if ex is not None:
+                ex.done = True
+                self.executions.pop(rid, None)
+
+    def wake(self) -> None:
+        """Wake the threads waiting for their turn to read (something they wait
+        for may have come)."""
+        with self.mutex:
+            if self.waiting:
+                self.cond.notify_all()
 
     def interrupted(self, rid: int, slot: _Slot) -> None:
         """Ctrl-C during a call: cancel it and read on until the daemon confirms,
@@ -141,15 +184,16 @@ class _Conn(_core.ConnCore):
         except errors.SandboxdError:
             pass
 
-    def wait(self, slot: _Slot, end: float | None) -> bool:
-        """Until slot is answered (True) or `end` passes (False); this thread
-        reads while no other does."""
+    def wait(self, slot: _Slot, end: float | None,
+             ready: Callable[[], bool] | None = None) -> bool:
+        """Until slot is answered or ready() holds (True), or `end` passes
+        (False); this thread reads while no other does."""
         me = threading.get_ident()
         cond = self.cond
         while True:
             with self.mutex:
                 while True:
-                    if slot.done:
+                    if slot.done or (ready is not None and ready()):
                         return True
                     if self.lost is not None:
                         raise errors.copy_error(self.lost)
@@ -165,21 +209,23 @@ class _Conn(_core.ConnCore):
                     finally:
                         self.waiting -= 1
             try:
-                ok = self.read_some(slot, end)
+                ok = self.read_some(slot, end, ready)
             finally:
                 with self.mutex:
                     self.reader = prev
                     if self.waiting:
                         cond.notify_all()
             if not ok:
-                return slot.done
+                with self.mutex:
+                    return slot.done or (ready is not None and ready())
 
-    def read_some(self, slot: _Slot, end: float | None) -> bool:
+    def read_some(self, slot: _Slot, end: float | None,
+                  ready: Callable[[], bool] | None = None) -> bool:
         """Dispatch what is buffered, else one recv; False when end passed.
         The socket blocks, with SO_RCVTIMEO as a tick to look at the clock:
         one system call per read and per write (a socket timeout would add
         a poll to each)."""
-        if self.dispatch_buffered(slot):
+        if self.dispatch_buffered(slot, ready):
             return True
         if end is not None and _monotonic() >= end:
             return False
@@ -200,15 +246,17 @@ class _Conn(_core.ConnCore):
             err = _core.conn_lost_error("the daemon closed it")
             self.fail(err)
             raise errors.copy_error(self.lost or err)
-        self.dispatch_buffered(slot)
+        self.dispatch_buffered(slot, ready)
         return True
 
-    def dispatch_buffered(self, slot: _Slot) -> bool:
+    def dispatch_buffered(self, slot: _Slot, ready: Callable[[], bool] | None = None) -> bool:
         """Handle the whole lines received, in order, each taken out before it
         is handled (so a tool that calls this client again reads on
-        correctly).  True when `slot` got its answer."""
+        correctly).  True when `slot` got its answer, or ready() holds (the
+        lines after stay for the next reader: a LiveOutput's piece is taken
+        before a tool call that came after it is served)."""
         lines = self.lines
-        while not slot.done:
+        while not slot.done and not (ready is not None and ready()):
             if not lines:
                 return False
             self.message(lines.popleft())
@@ -271,6 +319,188 @@ def _hook(fn: OutputHook, text: str) -> None:
         fn(text)
     except Exception:
         pass
+
+
+class _Execution:
+    """One execute sent on a connection, its answer read a step at a time:
+    step() reads until ready() holds or the answer is in; result() reads to
+    the end and gives the Result (the error raised, its output shown).  What
+    the reading thread meets on the way is served as in call(): tool calls,
+    output for the hook."""
+
+    def __init__(self, client: "Client", conn: _Conn, code: str, toolset: ToolSet | None,
+                 bindings: Bindings | None, timeout_ms: Count | None, limits: Limits | None,
+                 stream: OutputHook | None, max_tool_calls: Count | None,
+                 session: str | None) -> None:
+        params, self.ex, self.deadline = _core.start_execute(
+            conn.info, code, toolset, bindings, timeout_ms, limits, stream, max_tool_calls,
+            session, client.deadline_grace)
+        self.conn = conn
+        try:
+            self.rid, self.slot = conn.begin("execute", params, self.ex)
+        except errors.SandboxdError as e:
+            raise self.ex.failed(e, _hook)
+        self.end = None if self.deadline is None else _monotonic() + self.deadline
+        self.settled = False
+
+    def step(self, ready: Callable[[], bool] | None = None) -> bool:
+        """Read until ready() holds (False) or the execution has ended (True).
+        An error ends it too: result() raises it."""
+        if self.settled:
+            return True
+        try:
+            if not self.conn.wait_answer(self.rid, self.slot, self.end, self.deadline, ready):
+                return False
+        except errors.SandboxdError as e:
+            self.slot.error, self.slot.done = e, True
+        except BaseException:
+            self._settle()
+            raise
+        self._settle()
+        return True
+
+    def result(self) -> Result:
+        while not self.step():
+            pass
+        try:
+            if not self.slot.done:                  # interrupted, and not confirmed in time
+                raise errors.Cancelled("cancelled; the daemon did not confirm it in time",
+                                       kind="cancelled", code=-32800)
+            return self.ex.finish(self.slot.answer(), _hook)
+        except errors.SandboxdError as e:
+            raise self.ex.failed(e, _hook)
+
+    def cancel(self) -> None:
+        """Cancel the execution if it runs, and read until the daemon says it
+        has ended (at most CANCEL_WAIT_S; a later answer is dropped)."""
+        if self.settled:
+            return
+        try:
+            self.conn.write(_core.cancel_line(self.rid))
+            self.end = _monotonic() + CANCEL_WAIT_S
+            while not self.step():
+                pass
+        except errors.SandboxdError:
+            self._settle()                          # the connection is gone: so is the execution
+
+    def _settle(self) -> None:
+        if not self.settled:
+            self.settled = True
+            self.conn.settle(self.rid, self.ex)
+
+
+CANCEL_WAIT_S = 5.0
+
+
+class LiveOutput:
+    """One execute's live output (the daemon's execution/output) as an
+    iterator of text chunks, in order: the blocking twin of
+    sandboxd.aio.LiveOutput.  With a daemon that cannot stream, the whole
+    output comes as one chunk at the end.  The execution starts on the first
+    `for` (or next()), on `with`, or on wait(); the thread that iterates
+    reads the connection, and serves the tool calls, as execute() would.
+
+    The iteration ends when the execution does: then .result is the Result,
+    or the execution's error (a SandboxdError) is raised from the `for`,
+    after the output printed before it.  wait() reads to the end and returns
+    the Result (output not yet taken stays in the iterator).
+
+    Leaving the loop before the end (break, return, an exception), leaving
+    `with`, or close() cancels the execution and reads until the daemon
+    says it has ended, so the worker is free and the connection ready for
+    the next call when the loop is left; .result then raises RuntimeError.
+    (The loop's iterator is closed when the loop lets go of it: at once in
+    CPython; `with` makes it so everywhere.)  One thread uses a LiveOutput.
+    """
+
+    def __init__(self, start: "Callable[[OutputHook], _Execution]",
+                 finish: "Callable[[_Execution], Result]") -> None:
+        self._start_fn = start
+        self._finish = finish
+        self._run: _Execution | None = None
+        self._texts: collections.deque[str] = collections.deque()
+        self._result: Result | None = None
+        self._error: errors.SandboxdError | None = None
+        self._ended = False
+
+    @property
+    def result(self) -> Result:
+        """The Result, once the execution has ended well (RuntimeError before)."""
+        if self._result is None:
+            raise RuntimeError("the execution has not ended, or it failed or was cancelled")
+        return self._result
+
+    def _started(self) -> _Execution:
+        if self._run is None:
+            run: _Execution | None = None
+
+            def hook(text: str) -> None:
+                self._texts.append(text)
+                if run is not None:
+                    run.conn.wake()                 # a thread waiting for its turn to read
+            run = self._run = self._start_fn(hook)
+        return self._run
+
+    def _ready(self) -> bool:
+        return bool(self._texts)
+
+    def _end(self) -> None:
+        """The execution has ended: take its Result or error."""
+        self._ended = True
+        assert self._run is not None
+        try:
+            self._result = self._finish(self._run)
+        except errors.SandboxdError as e:
+            self._error = e
+
+    def __iter__(self) -> Iterator[str]:
+        return self._chunks()
+
+    def _chunks(self) -> Iterator[str]:
+        run = self._started()
+        try:
+            while True:
+                if self._texts:
+                    yield self._texts.popleft()
+                elif self._ended:
+                    break
+                elif run.step(self._ready):
+                    self._end()
+        finally:
+            if not self._ended:
+                self.close()
+        if self._error is not None:
+            raise self._error
+
+    def wait(self) -> Result:
+        """Read to the end of the execution: its Result, or its error raised."""
+        run = self._started()
+        if not self._ended:
+            while not run.step():
+                pass
+            self._end()
+        if self._error is not None:
+            raise self._error
+        return self.result
+
+    def __enter__(self) -> "LiveOutput":
+        self._started()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Cancel the execution if it is still running ($/cancelRequest) and
+        read until the daemon says it has ended."""
+        if self._run is None or self._ended:
+            return
+        self._run.cancel()
+        self._ended = True
+        try:
+            self._finish(self._run)                 # a session learns what became of it
+        except errors.SandboxdError:
+            pass
 
 
 class Client(_core.ClientCore):
@@ -358,17 +588,29 @@ class Client(_core.ClientCore):
         return self._execute(self._connection(), code, ToolSet(tools), bindings, timeout_ms,
                              limits, stream_output, max_tool_calls, None)
 
+    def stream(self, code: str, *, tools: Tools | None = None, bindings: Bindings | None = None,
+               timeout_ms: Count | None = None, limits: Limits | None = None,
+               max_tool_calls: Count | None = None) -> LiveOutput:
+        """execute(), its live output as an iterator (see LiveOutput):
+
+            with client.stream(code, tools=tools) as run:
+                for text in run:
+                    print(text, end="")
+            run.result.value
+        """
+        toolset = ToolSet(tools)
+
+        def start(hook: OutputHook) -> _Execution:
+            return _Execution(self, self._connection(), code, toolset, bindings, timeout_ms,
+                              limits, hook, max_tool_calls, None)
+        return LiveOutput(start, _Execution.result)
+
     def _execute(self, conn: _Conn, code: str, toolset: ToolSet | None,
                  bindings: Bindings | None, timeout_ms: Count | None, limits: Limits | None,
                  stream: OutputHook | None, max_tool_calls: Count | None,
                  session: str | None) -> Result:
-        params, ex, deadline = _core.start_execute(conn.info, code, toolset, bindings,
-                                                   timeout_ms, limits, stream, max_tool_calls,
-                                                   session, self.deadline_grace)
-        try:
-            return ex.finish(conn.call("execute", params, ex, deadline), _hook)
-        except errors.SandboxdError as e:
-            raise ex.failed(e, _hook)
+        return _Execution(self, conn, code, toolset, bindings, timeout_ms, limits, stream,
+                          max_tool_calls, session).result()
 
     def check(self, code: str, *, tools: Tools | None = None) -> None:
         """Compile code in a worker: None when it compiles, else LuaError."""
@@ -437,6 +679,22 @@ class Session(_core.SessionCore):
         except errors.SandboxdError as e:
             self._failed(e)
             raise
+
+    def stream(self, code: str, *, timeout_ms: Count | None = None, limits: Limits | None = None,
+               max_tool_calls: Count | None = None) -> LiveOutput:
+        """execute() in this session, its live output as an iterator (see
+        LiveOutput)."""
+        def start(hook: OutputHook) -> _Execution:
+            return _Execution(self.client, *self._execute_args(self.open(), code, timeout_ms,
+                                                               limits, hook, max_tool_calls))
+
+        def finish(run: _Execution) -> Result:
+            try:
+                return self._executed(run.result())
+            except errors.SandboxdError as e:
+                self._failed(e)
+                raise
+        return LiveOutput(start, finish)
 
     def snapshot(self) -> dict[str, Any]:
         conn = self.open()

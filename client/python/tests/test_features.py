@@ -3,6 +3,7 @@ parallel tool calls, daemon sessions, live output, max_tool_calls."""
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -285,3 +286,129 @@ def test_stream_in_a_session(sock, features):
                 assert got == ["40\n"]
                 assert (await s.execute("return x + 2")).value == 42
     asyncio.run(main())
+
+
+# The blocking client's LiveOutput (sandboxd.sync.LiveOutput): the same
+# contract as the async one, with the iterating thread reading the connection.
+
+def idle(c):
+    """Until no worker runs a chunk (a cancelled one is reaped): describe's state."""
+    for _ in range(100):
+        st = c.describe()["state"]
+        if st["idle_workers"] == st["workers"]:
+            return st
+        time.sleep(0.05)
+    return st
+
+
+def test_blocking_stream_gives_each_piece_while_the_chunk_runs(sock, features):
+    """The tool runs in the thread that iterates, after the loop has taken the
+    first piece: output held back to the end would fail its look."""
+    need(features, "stream_output")
+    got, seen = [], []
+
+    def gate():
+        seen.append((list(got), threading.current_thread() is threading.main_thread()))
+        return 2
+
+    with sandboxd.Client(sock) as c:
+        with c.stream("print('first') local n = T.gate() print('second') return n",
+                      tools={"T": {"gate": gate}}, timeout_ms=10000) as run:
+            assert isinstance(run, sandboxd.sync.LiveOutput)
+            with pytest.raises(RuntimeError):
+                run.result
+            for text in run:
+                got.append(text)
+        assert seen == [(["first\n"], True)]
+        assert got == ["first\n", "second\n"]
+        assert run.result.value == 2 and run.result.output == "first\nsecond\n"
+        assert run.result.stats["tool_calls"] == 1
+        assert list(run) == []                          # ended: stays ended
+        assert run.wait() is run.result
+
+
+def test_blocking_stream_raises_the_error_after_the_output(sock, features):
+    need(features, "stream_output")
+    with sandboxd.Client(sock) as c:
+        got = []
+        with pytest.raises(sandboxd.LuaError) as ei:
+            for text in c.stream("print('before') error('broke')"):
+                got.append(text)
+        assert got == ["before\n"] and "broke" in ei.value.message
+        run = c.stream("print('x') return 5")
+        r = run.wait()                                  # the Result, the output left in run
+        assert r.value == 5 and r.output == "x\n" and list(run) == ["x\n"]
+        with pytest.raises(sandboxd.LuaError):
+            c.stream("error('again')").wait()
+
+
+@pytest.mark.parametrize("leave", ["break", "with", "exception"])
+def test_blocking_stream_left_early_cancels_and_keeps_the_connection(sock, features, leave):
+    """Leaving the loop after the first piece cancels the chunk (else it runs to
+    its 30 s timeout) and reads until the daemon has ended it: nothing is left
+    pending, and the same connection serves the next call."""
+    need(features, "stream_output")
+    with sandboxd.Client(sock) as c:
+        conn = c._connection()
+        t0 = time.monotonic()
+        run = c.stream("print('go') while true do end", timeout_ms=30000)
+        if leave == "break":
+            for text in run:
+                assert text == "go\n"
+                break
+        elif leave == "with":
+            with run:
+                assert next(iter(run)) == "go\n"
+        else:
+            with pytest.raises(KeyError):
+                for text in run:
+                    raise KeyError(text)
+        assert time.monotonic() - t0 < 10
+        assert conn.pending == {} and conn.executions == {}     # the daemon's answer came
+        with pytest.raises(RuntimeError):
+            run.result
+        assert list(run) == []
+        assert c.execute("return 1").value == 1 and c._conn is conn
+        st = idle(c)
+        assert st["idle_workers"] == st["workers"], st
+
+
+def test_blocking_stream_in_a_session_and_one_left_early(sock, features):
+    need(features, "stream_output")
+    with sandboxd.Client(sock) as c:
+        with c.session() as s:
+            assert list(s.stream("x = 40 print(x)")) == ["40\n"]
+            assert s.execute("return x + 2").value == 42
+            for _ in s.stream("print('go') while true do end"):
+                break
+            assert s.execute("return 1 + 1").value == 2     # the session goes on (anew if it ended)
+
+
+def test_blocking_stream_woken_by_another_reading_thread(sock, features):
+    """Another thread reads the connection (it waits for its own answer) and
+    meets this stream's output: the piece reaches the iterating thread
+    without waiting for that thread's answer, which only comes after the
+    piece was seen.  (The reader wakes it at once; the 50 ms tick of the
+    reading thread would too, later.)"""
+    need(features, "stream_output")
+    took_first = threading.Event()
+    other = {}
+
+    def hold():
+        return took_first.wait(10)
+
+    with sandboxd.Client(sock, tool_threads=2) as c:
+        def elsewhere():
+            other["value"] = c.execute("return T.hold()", tools={"T": {"hold": hold}}).value
+        t = threading.Thread(target=elsewhere)
+        t.start()
+        for _ in range(200):                            # that thread reads, waiting
+            if c._conn is not None and c._conn.reader is not None:
+                break
+            time.sleep(0.01)
+        got = []
+        for text in c.stream("print('first') return 1"):
+            got.append(text)
+            took_first.set()
+        t.join(10)
+        assert got == ["first\n"] and other == {"value": True}

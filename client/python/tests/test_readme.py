@@ -150,6 +150,16 @@ def check_stream(body, sock, monkeypatch):
     assert seen == [(5, "done", "done")], seen
 
 
+def check_blocking_stream(body, sock, monkeypatch):
+    """The blocking live output, run as written with $SANDBOXD_SOCKET set."""
+    monkeypatch.setenv("SANDBOXD_SOCKET", sock)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        seen = run_commented(body, {"sandboxd": sandboxd})
+    assert out.getvalue() == "1\n2\n3\n"
+    assert [(got, want) for (_, got, want) in seen] == [("done", "done")], seen
+
+
 # (language, how the block starts): its check
 BLOCKS = [
     ("sh", "# into a virtual environment", check_install),
@@ -157,6 +167,7 @@ BLOCKS = [
     ("python", 'async with sandboxd.AsyncClient("/tmp/sbx.sock")', check_async),
     ("python", '@sandboxd.tool(name="get-sum"', check_tool_decorator),
     ("python", "async with sandboxd.AsyncClient() as c:\n    async with c.stream(", check_stream),
+    ("python", "with sandboxd.Client() as c:\n    run = c.stream(", check_blocking_stream),
 ]
 
 

@@ -123,7 +123,13 @@ def tool():
 with sandboxd.Client(sock) as c:
     t0 = time.monotonic()
     try:
-        c.execute("T.f() while true do end", tools={"T": {"f": tool}}, timeout_ms=60000 * scale)
+        if mode == "stream":    # a LiveOutput's loop: the same
+            for text in c.stream("print('x') T.f() while true do end", tools={"T": {"f": tool}},
+                                 timeout_ms=60000 * scale):
+                pass
+        else:
+            c.execute("T.f() while true do end", tools={"T": {"f": tool}},
+                      timeout_ms=60000 * scale)
         say("not interrupted")
     except KeyboardInterrupt:
         say("KeyboardInterrupt after %.1f s" % (time.monotonic() - t0))
@@ -152,7 +158,8 @@ def blocked_in_recv(pid):
 
 def ctrl_c(d, mode):
     """Run CTRL_C_CHILD against d, send it SIGINT once it waits (mode "wait":
-    for the execution, in recv; "tool": in its tool), return its output."""
+    for the execution, in recv; "stream": the same in a LiveOutput's loop;
+    "tool": in its tool), return its output."""
     p = subprocess.Popen([sys.executable, "-c", CTRL_C_CHILD, PKG, d.socket_path, mode,
                           str(SCALE)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          stdin=subprocess.DEVNULL, text=True,
@@ -160,7 +167,7 @@ def ctrl_c(d, mode):
     try:
         first = p.stdout.readline()
         assert first == ("in the tool\n" if mode == "tool" else "running\n"), first
-        if mode == "wait":
+        if mode in ("wait", "stream"):
             deadline = time.monotonic() + 60 * SCALE     # a safety net
             while not blocked_in_recv(p.pid):
                 assert time.monotonic() < deadline, "the client never waited in recv"
@@ -187,6 +194,18 @@ def test_ctrl_c_cancels_execute(daemon_factory):
     assert out[2:] == ["next: 2"], out
     # at once: the chunk, which never ends, was cancelled by the client
     # while it ran, not ended by its timeout_ms (a minute)
+    assert re.search(r" seq=1 id=\S+ op=execute outcome=cancelled ", d.stderr), d.log
+
+
+def test_ctrl_c_cancels_a_stream(daemon_factory):
+    """The same in a blocking LiveOutput's loop."""
+    if RECVFROM is None:
+        pytest.skip("recvfrom's number on %s is not known here" % os.uname().machine)
+    d = daemon_factory(daemon={"max_workers": 1, "max_queue": 0, "pool_size": 1,
+                               "log_level": "info"})
+    out = ctrl_c(d, "stream").splitlines()
+    assert out[1].startswith("KeyboardInterrupt after "), out
+    assert out[2:] == ["next: 2"], out
     assert re.search(r" seq=1 id=\S+ op=execute outcome=cancelled ", d.stderr), d.log
 
 

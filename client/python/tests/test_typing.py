@@ -21,6 +21,7 @@ WRAP = {
                    "{indented}    return results\n",
     "check_tool_decorator": "import sandboxd\n\n\n{body}",
     "check_stream": "import sandboxd\n\n\nasync def main() -> None:\n{indented}",
+    "check_blocking_stream": "import sandboxd\n\n{body}",
 }
 
 MISUSE = """import sandboxd
