@@ -181,31 +181,20 @@ def ctrl_c(d, mode):
     return first + out
 
 
-def test_ctrl_c_cancels_execute(daemon_factory):
-    """KeyboardInterrupt while execute waits: the daemon is told (one worker,
-    no queue: the next execute gets the worker), and KeyboardInterrupt
-    propagates, at once."""
+@pytest.mark.parametrize("how", ["wait", "stream"])
+def test_ctrl_c_cancels_execute(daemon_factory, how):
+    """KeyboardInterrupt while execute waits, or in a blocking LiveOutput's
+    loop: the daemon is told (one worker, no queue: the next execute gets
+    the worker), and KeyboardInterrupt propagates, at once."""
     if RECVFROM is None:
         pytest.skip("recvfrom's number on %s is not known here" % os.uname().machine)
     d = daemon_factory(daemon={"max_workers": 1, "max_queue": 0, "pool_size": 1,
                                "log_level": "info"})
-    out = ctrl_c(d, "wait").splitlines()
+    out = ctrl_c(d, how).splitlines()
     assert out[1].startswith("KeyboardInterrupt after "), out
     assert out[2:] == ["next: 2"], out
     # at once: the chunk, which never ends, was cancelled by the client
     # while it ran, not ended by its timeout_ms (a minute)
-    assert re.search(r" seq=1 id=\S+ op=execute outcome=cancelled ", d.stderr), d.log
-
-
-def test_ctrl_c_cancels_a_stream(daemon_factory):
-    """The same in a blocking LiveOutput's loop."""
-    if RECVFROM is None:
-        pytest.skip("recvfrom's number on %s is not known here" % os.uname().machine)
-    d = daemon_factory(daemon={"max_workers": 1, "max_queue": 0, "pool_size": 1,
-                               "log_level": "info"})
-    out = ctrl_c(d, "stream").splitlines()
-    assert out[1].startswith("KeyboardInterrupt after "), out
-    assert out[2:] == ["next: 2"], out
     assert re.search(r" seq=1 id=\S+ op=execute outcome=cancelled ", d.stderr), d.log
 
 
