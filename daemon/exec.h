@@ -18,9 +18,10 @@
  *
  * The hand-over: a worker takes its first job (an execute's, a check's, a
  * session's open) by reading it.  Nothing answers the hand-over (no hop
- * is added to an execution); the supervisor keeps the job and looks every
- * HANDOVER_LOOK s, then every HANDOVER_GAP s (the first look only takes a sample) whether the worker
- * has read it, through the kernel (wproc_job_look).  A worker that has not,
+ * is added to an execution); the supervisor keeps the job and looks,
+ * HANDOVER_LOOK s after the hand-over and then every HANDOVER_GAP s (the
+ * first look only takes a sample), whether the worker has read it,
+ * through the kernel (wproc_job_look).  A worker that has not,
  * and between two looks read nothing, used no CPU and was not runnable, is
  * stuck (stopped at once after the pool's liveness check, frozen by a
  * cgroup freezer, stopped by a tracer): XE_STUCK.  One that died without
